@@ -1,0 +1,115 @@
+/* State that every process using the simulated driver shares: the devices, the memory
+ * each process holds on them, and the device's execution timeline.
+ *
+ * It lives in one file mapped by every process (by default /dev/shm/gpusim-<uid>-<hash>,
+ * keyed by GPUSLICE_SIM so that different device lists never share state). The layout
+ * starts with a magic, a version and a size; a mismatch is an error, never a crash.
+ *
+ * Execution is modelled in virtual time: a launch is given the next free interval on the
+ * device's timeline at the moment it is launched, which is exactly "one kernel at a time,
+ * in arrival order". Waiting (stream, event, context synchronization) sleeps until the
+ * interval ends. Memory is counted per process so that a process that dies without freeing
+ * gives its memory back, as the real driver does, when anyone notices it is gone.
+ *
+ * What lives elsewhere: per-process objects (contexts, streams, allocations) are in
+ * cuda-*.c; the model catalogue is in sim-models.c. */
+#ifndef GPUSIM_STATE_H
+#define GPUSIM_STATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sim-models.h"
+
+#define GPUSIM_MAGIC 0x4753494d53544154ULL /* "GSIMSTAT" */
+#define GPUSIM_VERSION 1
+#define GPUSIM_MAX_PROCS 1024
+#define GPUSIM_RING 4096
+
+struct gpusim_interval {
+  uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
+  int32_t pid;
+  uint32_t pad;
+};
+
+struct gpusim_dev {
+  int32_t model;                 /* index into gpusim_models */
+  int32_t index;
+  uint64_t total_bytes;
+  _Atomic uint64_t used_bytes;   /* written under mem_lock, read by anyone */
+  pthread_mutex_t mem_lock;      /* robust and process-shared */
+  pthread_mutex_t exec_lock;     /* robust and process-shared; guards the timeline below */
+  uint64_t busy_until_ns;        /* end of the last interval handed out */
+  uint64_t ring_count;           /* intervals ever appended; ring[(ring_count - 1) % GPUSIM_RING] is the newest */
+  struct gpusim_interval ring[GPUSIM_RING];
+};
+
+enum { GPUSIM_SLOT_FREE = 0, GPUSIM_SLOT_CLAIMING, GPUSIM_SLOT_LIVE, GPUSIM_SLOT_REAPING };
+
+struct gpusim_proc {
+  _Atomic uint32_t state;
+  int32_t pid;
+  uint64_t start_time;                    /* from /proc/<pid>/stat, so a reused pid is a new process */
+  uint64_t used[GPUSIM_MAX_DEVICES];      /* under the device's mem_lock */
+  _Atomic uint32_t contexts[GPUSIM_MAX_DEVICES];
+};
+
+struct gpusim_shared {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t size;
+  uint32_t ndev;
+  uint32_t pad;
+  char spec[256];
+  struct gpusim_dev dev[GPUSIM_MAX_DEVICES];
+  struct gpusim_proc proc[GPUSIM_MAX_PROCS];
+};
+
+/* Maps the shared state described by GPUSLICE_SIM, creating it on first use. The mapping is
+ * process-wide and made once. Returns NULL and a one-line message on bad input or a bad file. */
+struct gpusim_shared *gpusim_state(const char **err);
+
+/* This process's slot, claimed on first call; NULL if every slot is taken. */
+struct gpusim_proc *gpusim_self(void);
+
+/* Takes bytes of device memory for this process: 0, or -1 when the device is full. */
+int gpusim_mem_reserve(int dev, uint64_t bytes);
+void gpusim_mem_release(int dev, uint64_t bytes);
+
+/* Gives back the memory of processes that have died. Returns how many were reaped. */
+int gpusim_reap_dead(void);
+
+/* Appends a kernel of dur_ns to the device's timeline, starting no earlier than not_before_ns.
+ * Returns its end; *start receives its start. */
+uint64_t gpusim_exec_schedule(int dev, uint64_t not_before_ns, uint64_t dur_ns, uint64_t *start);
+
+/* Busy nanoseconds on the device in [from, to), for one pid or for all (pid == 0). */
+uint64_t gpusim_busy_ns(int dev, uint64_t from, uint64_t to, pid_t pid);
+
+/* Busy fraction over the sample period that NVML reports: GPUSIM_UTIL_PERIOD_MS, default 1000. */
+uint64_t gpusim_util_period_ns(void);
+
+uint64_t gpusim_now_ns(void);
+/* Sleeps until CLOCK_MONOTONIC reaches t, finishing with a short spin for precision. */
+void gpusim_sleep_until(uint64_t t);
+
+/* True when (pid, start_time) names a process that is still running. */
+bool gpusim_proc_alive(pid_t pid, uint64_t start_time);
+/* Start time of a process in clock ticks since boot, or 0 if it is gone. */
+uint64_t gpusim_proc_start_time(pid_t pid);
+
+/* Prints one line, "gpusim: <message>", to stderr. */
+void gpusim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same, at most once per call site, for diagnostics that a loop would repeat. */
+#define GPUSIM_WARN_ONCE(...)                                        \
+  do {                                                               \
+    static atomic_bool warned_;                                      \
+    if (!atomic_exchange(&warned_, true))                            \
+      gpusim_warn(__VA_ARGS__);                                      \
+  } while (0)
+
+#endif
