@@ -2,6 +2,8 @@
  * slots with reaping of dead processes, and the device timeline. See sim-state.h. */
 #include "sim-state.h"
 
+#include "gs-proc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -65,50 +67,14 @@ uint64_t gpusim_util_period_ns(void)
 
 /* ---- processes ---- */
 
-/* Reads state and start time (field 22) from /proc/<pid>/stat. Returns 0, or -1 if gone. */
-static int read_proc_stat(pid_t pid, char *state, uint64_t *start)
-{
-  char path[64], buf[1024];
-  snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0)
-    return -1;
-  buf[n] = '\0';
-  /* The command name may hold spaces and parentheses; fields resume after the last ')'. */
-  char *p = strrchr(buf, ')');
-  if (!p || p[1] != ' ')
-    return -1;
-  *state = p[2];
-  p += 2;
-  for (int field = 3; field < 22; field++) {
-    p = strchr(p, ' ');
-    if (!p)
-      return -1;
-    p++;
-  }
-  *start = strtoull(p, NULL, 10);
-  return 0;
-}
-
 uint64_t gpusim_proc_start_time(pid_t pid)
 {
-  char state;
-  uint64_t start;
-  return read_proc_stat(pid, &state, &start) == 0 ? start : 0;
+  return gs_proc_start_time(pid);
 }
 
 bool gpusim_proc_alive(pid_t pid, uint64_t start_time)
 {
-  char state;
-  uint64_t start;
-  if (read_proc_stat(pid, &state, &start) < 0)
-    return false;
-  /* A zombie has already lost its address space, and with it its contexts. */
-  return start == start_time && state != 'Z' && state != 'X';
+  return gs_proc_alive(pid, start_time);
 }
 
 /* ---- robust locks ---- */

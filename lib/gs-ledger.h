@@ -1,0 +1,104 @@
+/* The tenant ledger: one small shared-memory file per tenant that every process of the
+ * tenant maps. It holds the tenant's per-GPU memory limits and usage, and a slot per process
+ * so that the memory of a process that dies without freeing goes back to the tenant.
+ *
+ * It is the only state the interposer needs, so quotas hold with no daemon running.
+ * Reservations are taken with compare-and-swap against the limit *before* the driver is
+ * called, and rolled back if the driver fails: concurrent processes of one tenant can never
+ * exceed the limit together. Nothing here locks, allocates or makes a syscall on the
+ * reserve/release path.
+ *
+ * Files live in <state dir>/tenants/<name>, mode 0600, and start with a magic, a version and
+ * a size. Depends on libc alone: it is linked into the interposer. */
+#ifndef GS_LEDGER_H
+#define GS_LEDGER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gs-error.h"
+
+#define GS_LEDGER_MAGIC 0x4753544e414e5431ULL /* "GSTNANT1" */
+#define GS_LEDGER_VERSION 1
+#define GS_LEDGER_MAX_GPUS 16
+#define GS_LEDGER_MAX_PROCS 1024
+#define GS_LEDGER_NAME_MAX 64
+#define GS_LEDGER_LABELS_MAX 1024
+#define GS_LIMIT_NONE UINT64_MAX
+
+struct gs_ledger_gpu {
+  _Atomic uint64_t limit_bytes;  /* GS_LIMIT_NONE when unlimited; resolved from limit_ppm on first use */
+  _Atomic uint32_t limit_ppm;    /* limit as millionths of the device's memory, 0 when given in bytes */
+  uint32_t pad;
+  _Atomic uint64_t used_bytes;
+  _Atomic uint64_t peak_bytes;
+};
+
+enum { GS_SLOT_FREE = 0, GS_SLOT_CLAIMING, GS_SLOT_LIVE, GS_SLOT_REAPING };
+
+struct gs_ledger_proc {
+  _Atomic uint32_t state;
+  int32_t pid;
+  uint64_t start_time;                        /* (pid, start_time) names a process; pids are reused */
+  _Atomic uint64_t used[GS_LEDGER_MAX_GPUS];  /* written by the owner, read by reapers */
+};
+
+struct gs_ledger {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t size;
+  char name[GS_LEDGER_NAME_MAX];
+  char labels[GS_LEDGER_LABELS_MAX];  /* "k=v" lines */
+  int32_t owner_pid;                  /* the `gpuslice run` that started the tenant */
+  uint32_t pad;
+  uint64_t owner_start_time;
+  uint64_t created_unix_ns;
+  uint64_t context_reserve_bytes;     /* charged per CUDA context */
+  struct gs_ledger_gpu gpu[GS_LEDGER_MAX_GPUS];
+  struct gs_ledger_proc proc[GS_LEDGER_MAX_PROCS];
+};
+
+/* What a new tenant starts with. */
+struct gs_ledger_spec {
+  const char *name;
+  const char *labels;                          /* "k=v" lines, or NULL */
+  uint64_t limit_bytes[GS_LEDGER_MAX_GPUS];    /* GS_LIMIT_NONE for none */
+  uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];      /* overrides limit_bytes when non-zero */
+  uint64_t context_reserve_bytes;
+};
+
+/* The state directory: GPUSLICE_STATE_DIR, else /run/gpuslice for root, else
+ * $XDG_RUNTIME_DIR/gpuslice, else /tmp/gpuslice-<uid>. Returns a static string. */
+const char *gs_ledger_state_dir(void);
+
+/* True when name is 1..63 characters of [A-Za-z0-9._-], not starting with '.'. */
+bool gs_ledger_name_valid(const char *name);
+
+/* Creates the tenant's ledger under dir (making dir/tenants 0700 if needed). Fails with
+ * EEXIST if a live tenant of that name exists; a ledger left by a dead owner is replaced. */
+int gs_ledger_create(const char *dir, const struct gs_ledger_spec *spec, struct gs_ledger **out,
+                     gs_error_t *err);
+/* Maps an existing ledger; checks magic, version and size. */
+int gs_ledger_attach(const char *dir, const char *name, struct gs_ledger **out, gs_error_t *err);
+void gs_ledger_detach(struct gs_ledger *l);
+/* Removes the ledger file of a tenant that has ended. */
+int gs_ledger_remove(const char *dir, const char *name, gs_error_t *err);
+
+/* The process's slot: claims a free one for (pid, start_time). NULL when all are taken. */
+struct gs_ledger_proc *gs_ledger_claim(struct gs_ledger *l, pid_t pid, uint64_t start_time);
+/* Frees the slot and gives its memory back to the tenant. */
+void gs_ledger_unclaim(struct gs_ledger *l, struct gs_ledger_proc *p);
+
+/* Takes bytes on gpu against the limit: 0, or -1 when it would exceed the limit. */
+int gs_ledger_reserve(struct gs_ledger *l, struct gs_ledger_proc *p, int gpu, uint64_t bytes);
+void gs_ledger_release(struct gs_ledger *l, struct gs_ledger_proc *p, int gpu, uint64_t bytes);
+
+/* The limit on gpu in bytes, resolving a percentage against the device's total memory. */
+uint64_t gs_ledger_limit(struct gs_ledger *l, int gpu, uint64_t device_total);
+
+/* Gives back the memory of the tenant's processes that have died. Returns how many. */
+int gs_ledger_reap(struct gs_ledger *l);
+
+#endif

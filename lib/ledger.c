@@ -1,0 +1,297 @@
+/* The tenant ledger in shared memory; see gs-ledger.h for what it holds and why. */
+#include "gs-ledger.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gs-env.h"
+#include "gs-proc.h"
+
+const char *gs_ledger_state_dir(void)
+{
+  static char buf[4096];
+  const char *dir = gs_getenv_nonempty("GPUSLICE_STATE_DIR");
+  const char *xdg = gs_getenv_nonempty("XDG_RUNTIME_DIR");
+  if (dir)
+    snprintf(buf, sizeof(buf), "%s", dir);
+  else if (geteuid() == 0)
+    snprintf(buf, sizeof(buf), "/run/gpuslice");
+  else if (xdg)
+    snprintf(buf, sizeof(buf), "%s/gpuslice", xdg);
+  else
+    snprintf(buf, sizeof(buf), "/tmp/gpuslice-%u", (unsigned) geteuid());
+  return buf;
+}
+
+bool gs_ledger_name_valid(const char *name)
+{
+  size_t n = strlen(name);
+  if (n == 0 || n >= GS_LEDGER_NAME_MAX || name[0] == '.')
+    return false;
+  return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+static int ledger_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err)
+{
+  if (!gs_ledger_name_valid(name))
+    return gs_make_error(err, 0, "bad tenant name '%s' (want 1-63 of A-Z a-z 0-9 . _ -)", name);
+  if ((size_t) snprintf(buf, len, "%s/tenants/%s", dir, name) >= len)
+    return gs_make_error(err, ENAMETOOLONG, "tenant path under '%s'", dir);
+  return 0;
+}
+
+static int mkdir_p(const char *dir, mode_t mode, gs_error_t *err)
+{
+  char path[4096];
+  snprintf(path, sizeof(path), "%s", dir);
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(path, 0755) < 0 && errno != EEXIST)
+      return gs_make_error(err, errno, "create directory '%s'", path);
+    *p = '/';
+  }
+  if (mkdir(path, mode) < 0 && errno != EEXIST)
+    return gs_make_error(err, errno, "create directory '%s'", path);
+  return 0;
+}
+
+static int check_header(const struct gs_ledger *l, const char *path, gs_error_t *err)
+{
+  if (l->magic != GS_LEDGER_MAGIC)
+    return gs_make_error(err, 0, "'%s' is not a gpuslice tenant ledger", path);
+  if (l->version != GS_LEDGER_VERSION || l->size != sizeof(*l))
+    return gs_make_error(err, 0, "'%s' has ledger version %u (size %u); this gpuslice reads version %d (size %zu)",
+                         path, l->version, l->size, GS_LEDGER_VERSION, sizeof(*l));
+  return 0;
+}
+
+static int map_fd(int fd, const char *path, struct gs_ledger **out, gs_error_t *err)
+{
+  struct stat st;
+  if (fstat(fd, &st) < 0)
+    return gs_make_error(err, errno, "stat '%s'", path);
+  if ((size_t) st.st_size != sizeof(struct gs_ledger))
+    return gs_make_error(err, 0, "'%s' has size %lld, not that of a version %d ledger (%zu)", path,
+                         (long long) st.st_size, GS_LEDGER_VERSION, sizeof(struct gs_ledger));
+  void *m = mmap(NULL, sizeof(struct gs_ledger), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED)
+    return gs_make_error(err, errno, "map '%s'", path);
+  *out = m;
+  return 0;
+}
+
+int gs_ledger_attach(const char *dir, const char *name, struct gs_ledger **out, gs_error_t *err)
+{
+  char path[4096];
+  if (ledger_path(path, sizeof(path), dir, name, err) < 0)
+    return -1;
+  int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return gs_make_error(err, errno, "open tenant ledger '%s'", path);
+  struct gs_ledger *l = NULL;
+  int rc = map_fd(fd, path, &l, err);
+  close(fd);
+  if (rc < 0)
+    return -1;
+  if (check_header(l, path, err) < 0) {
+    munmap(l, sizeof(*l));
+    return -1;
+  }
+  *out = l;
+  return 0;
+}
+
+void gs_ledger_detach(struct gs_ledger *l)
+{
+  if (l)
+    munmap(l, sizeof(*l));
+}
+
+static void fill(struct gs_ledger *l, const struct gs_ledger_spec *spec)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  l->version = GS_LEDGER_VERSION;
+  l->size = sizeof(*l);
+  snprintf(l->name, sizeof(l->name), "%s", spec->name);
+  snprintf(l->labels, sizeof(l->labels), "%s", spec->labels ? spec->labels : "");
+  l->owner_pid = getpid();
+  l->owner_start_time = gs_proc_start_time(getpid());
+  l->created_unix_ns = (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+  l->context_reserve_bytes = spec->context_reserve_bytes;
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
+    atomic_init(&l->gpu[g].limit_ppm, spec->limit_ppm[g]);
+    atomic_init(&l->gpu[g].limit_bytes, spec->limit_ppm[g] ? GS_LIMIT_NONE : spec->limit_bytes[g]);
+  }
+  /* Readers check the magic first; it goes in last. */
+  __atomic_store_n(&l->magic, GS_LEDGER_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* A ledger whose owner has died is a leftover: it may be replaced. */
+static bool leftover(const char *dir, const char *name)
+{
+  struct gs_ledger *l = NULL;
+  gs_error_t e = NULL;
+  if (gs_ledger_attach(dir, name, &l, &e) < 0) {
+    gs_error_release(&e);
+    return true;
+  }
+  bool dead = !gs_proc_alive(l->owner_pid, l->owner_start_time);
+  gs_ledger_detach(l);
+  return dead;
+}
+
+int gs_ledger_create(const char *dir, const struct gs_ledger_spec *spec, struct gs_ledger **out,
+                     gs_error_t *err)
+{
+  char path[4096], tdir[4096];
+  if (ledger_path(path, sizeof(path), dir, spec->name, err) < 0)
+    return -1;
+  snprintf(tdir, sizeof(tdir), "%s/tenants", dir);
+  if (mkdir_p(tdir, 0700, err) < 0)
+    return -1;
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 && errno == EEXIST && leftover(dir, spec->name)) {
+    unlink(path);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  }
+  if (fd < 0 && errno == EEXIST)
+    return gs_make_error(err, EEXIST, "tenant '%s' is already running", spec->name);
+  if (fd < 0)
+    return gs_make_error(err, errno, "create tenant ledger '%s'", path);
+  int rc = ftruncate(fd, sizeof(struct gs_ledger)) < 0 ? gs_make_error(err, errno, "size '%s'", path)
+                                                        : map_fd(fd, path, out, err);
+  close(fd);
+  if (rc < 0) {
+    unlink(path);
+    return -1;
+  }
+  fill(*out, spec);
+  return 0;
+}
+
+int gs_ledger_remove(const char *dir, const char *name, gs_error_t *err)
+{
+  char path[4096];
+  if (ledger_path(path, sizeof(path), dir, name, err) < 0)
+    return -1;
+  if (unlink(path) < 0 && errno != ENOENT)
+    return gs_make_error(err, errno, "remove '%s'", path);
+  return 0;
+}
+
+/* ---- process slots ---- */
+
+static void slot_drain(struct gs_ledger *l, struct gs_ledger_proc *p)
+{
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
+    uint64_t held = atomic_exchange(&p->used[g], 0);
+    if (held)
+      atomic_fetch_sub(&l->gpu[g].used_bytes, held);
+  }
+  atomic_store(&p->state, GS_SLOT_FREE);
+}
+
+/* The compare-and-swap makes sure that of several reapers exactly one drains the slot. */
+static bool slot_reap_if(struct gs_ledger *l, struct gs_ledger_proc *p, bool dead)
+{
+  uint32_t live = GS_SLOT_LIVE;
+  if (!dead || !atomic_compare_exchange_strong(&p->state, &live, GS_SLOT_REAPING))
+    return false;
+  slot_drain(l, p);
+  return true;
+}
+
+int gs_ledger_reap(struct gs_ledger *l)
+{
+  int n = 0;
+  for (int i = 0; i < GS_LEDGER_MAX_PROCS; i++) {
+    struct gs_ledger_proc *p = &l->proc[i];
+    if (atomic_load(&p->state) == GS_SLOT_LIVE)
+      n += slot_reap_if(l, p, !gs_proc_alive(p->pid, p->start_time));
+  }
+  return n;
+}
+
+struct gs_ledger_proc *gs_ledger_claim(struct gs_ledger *l, pid_t pid, uint64_t start_time)
+{
+  /* A live slot with our own identity was claimed by the image that exec replaced; exec
+   * destroyed that image's contexts, so what it held is free again. */
+  for (int i = 0; i < GS_LEDGER_MAX_PROCS; i++) {
+    struct gs_ledger_proc *p = &l->proc[i];
+    if (atomic_load(&p->state) == GS_SLOT_LIVE && p->pid == pid)
+      slot_reap_if(l, p, p->start_time == start_time);
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < GS_LEDGER_MAX_PROCS; i++) {
+      struct gs_ledger_proc *p = &l->proc[i];
+      uint32_t free_ = GS_SLOT_FREE;
+      if (!atomic_compare_exchange_strong(&p->state, &free_, GS_SLOT_CLAIMING))
+        continue;
+      p->pid = pid;
+      p->start_time = start_time;
+      for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+        atomic_store(&p->used[g], 0);
+      atomic_store(&p->state, GS_SLOT_LIVE);
+      return p;
+    }
+    gs_ledger_reap(l);
+  }
+  return NULL;
+}
+
+void gs_ledger_unclaim(struct gs_ledger *l, struct gs_ledger_proc *p)
+{
+  if (p)
+    slot_reap_if(l, p, true);
+}
+
+/* ---- memory ---- */
+
+uint64_t gs_ledger_limit(struct gs_ledger *l, int gpu, uint64_t device_total)
+{
+  struct gs_ledger_gpu *g = &l->gpu[gpu];
+  uint64_t limit = atomic_load(&g->limit_bytes);
+  uint32_t ppm = atomic_load(&g->limit_ppm);
+  if (limit == GS_LIMIT_NONE && ppm && device_total) {
+    uint64_t want = (uint64_t) ((unsigned __int128) device_total * ppm / 1000000u);
+    /* Every process computes the same figure; the first to store it wins. */
+    atomic_compare_exchange_strong(&g->limit_bytes, &limit, want);
+    limit = atomic_load(&g->limit_bytes);
+  }
+  return limit;
+}
+
+int gs_ledger_reserve(struct gs_ledger *l, struct gs_ledger_proc *p, int gpu, uint64_t bytes)
+{
+  struct gs_ledger_gpu *g = &l->gpu[gpu];
+  uint64_t limit = atomic_load_explicit(&g->limit_bytes, memory_order_relaxed);
+  uint64_t cur = atomic_load_explicit(&g->used_bytes, memory_order_relaxed);
+  do {
+    if (bytes > limit || cur > limit - bytes)
+      return -1;
+  } while (!atomic_compare_exchange_weak_explicit(&g->used_bytes, &cur, cur + bytes, memory_order_acq_rel,
+                                                  memory_order_relaxed));
+  atomic_fetch_add_explicit(&p->used[gpu], bytes, memory_order_relaxed);
+  uint64_t peak = atomic_load_explicit(&g->peak_bytes, memory_order_relaxed);
+  while (cur + bytes > peak &&
+         !atomic_compare_exchange_weak_explicit(&g->peak_bytes, &peak, cur + bytes, memory_order_relaxed,
+                                                memory_order_relaxed))
+    ;
+  return 0;
+}
+
+void gs_ledger_release(struct gs_ledger *l, struct gs_ledger_proc *p, int gpu, uint64_t bytes)
+{
+  atomic_fetch_sub_explicit(&p->used[gpu], bytes, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&l->gpu[gpu].used_bytes, bytes, memory_order_acq_rel);
+}

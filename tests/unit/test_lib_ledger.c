@@ -1,0 +1,233 @@
+/* Unit tests for lib/ledger.c, the tenant ledger: limits hold under a cross-process race,
+ * dead processes' memory goes back, and bad files give clear errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gs-ledger.h"
+#include "gs-proc.h"
+
+#define MIB (1024ULL * 1024ULL)
+
+static char dir[64];
+
+static int make_dir(void **state)
+{
+  (void) state;
+  snprintf(dir, sizeof(dir), "/tmp/gs-ledger-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static struct gs_ledger *new_tenant(const char *name, uint64_t limit)
+{
+  struct gs_ledger_spec spec = { .name = name, .labels = "team=a" };
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    spec.limit_bytes[g] = GS_LIMIT_NONE;
+  spec.limit_bytes[0] = limit;
+  struct gs_ledger *l = NULL;
+  gs_error_t err = NULL;
+  if (gs_ledger_create(dir, &spec, &l, &err) < 0) {
+    fprintf(stderr, "%s\n", err->msg);
+    gs_error_release(&err);
+  }
+  return l;
+}
+
+static void test_reserve_stops_exactly_at_the_limit(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("exact", 1000);
+  assert_non_null(l);
+  struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), gs_proc_start_time(getpid()));
+  assert_non_null(p);
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 600), 0);
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 401), -1);
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 400), 0);
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 1), -1);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 1000);
+  gs_ledger_release(l, p, 0, 600);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 400);
+  assert_int_equal(atomic_load(&l->gpu[0].peak_bytes), 1000);
+  assert_int_equal(gs_ledger_reserve(l, p, 1, 1ULL << 50), 0); /* no limit on gpu 1 */
+  gs_ledger_unclaim(l, p);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 0);
+  gs_ledger_detach(l);
+}
+
+/* The quota race that lets HAMi-core's tenants through: 16 processes ask for 100 MiB each
+ * against 1000 MiB, many times over. Never more than 10 may hold memory at once. */
+static void test_sixteen_processes_never_exceed_the_quota(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("race", 1000 * MIB);
+  assert_non_null(l);
+  for (int trial = 0; trial < 50; trial++) {
+    int res[2], hold[2];
+    assert_int_equal(pipe(res), 0);
+    assert_int_equal(pipe(hold), 0);
+    for (int i = 0; i < 16; i++) {
+      if (fork() == 0) {
+        close(hold[1]);
+        struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), gs_proc_start_time(getpid()));
+        char ok = p && gs_ledger_reserve(l, p, 0, 100 * MIB) == 0 ? '1' : '0';
+        if (write(res[1], &ok, 1) != 1)
+          _exit(3);
+        (void) read(hold[0], &ok, 1);
+        _exit(0); /* no unclaim: the memory must come back through reaping */
+      }
+    }
+    close(res[1]);
+    close(hold[0]);
+    int won = 0;
+    char c;
+    for (int i = 0; i < 16 && read(res[0], &c, 1) == 1; i++)
+      won += c == '1';
+    assert_int_equal(won, 10);
+    assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 1000 * MIB);
+    close(hold[1]);
+    close(res[0]);
+    while (wait(NULL) > 0)
+      ;
+    assert_int_equal(gs_ledger_reap(l), 16);
+    assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 0);
+  }
+  gs_ledger_detach(l);
+}
+
+static void test_killed_process_memory_returns_to_the_tenant(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("kill", 1000 * MIB);
+  int ready[2];
+  assert_int_equal(pipe(ready), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), gs_proc_start_time(getpid()));
+    char ok = p && gs_ledger_reserve(l, p, 0, 700 * MIB) == 0 ? '1' : '0';
+    if (write(ready[1], &ok, 1) != 1)
+      _exit(3);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  assert_int_equal(read(ready[0], &c, 1), 1);
+  assert_int_equal(c, '1');
+  assert_int_equal(gs_ledger_reap(l), 0);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 700 * MIB);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  assert_int_equal(gs_ledger_reap(l), 1);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 0);
+  gs_ledger_detach(l);
+}
+
+/* exec keeps the pid and the start time: the new image's claim must drop the old image's slot. */
+static void test_reclaim_by_the_same_process_drops_its_old_slot(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("exec", 1000);
+  uint64_t start = gs_proc_start_time(getpid());
+  struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), start);
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 900), 0);
+  struct gs_ledger_proc *q = gs_ledger_claim(l, getpid(), start);
+  assert_non_null(q);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 0);
+  gs_ledger_unclaim(l, q);
+  gs_ledger_detach(l);
+}
+
+static void test_percent_limit_resolves_against_the_device(void **state)
+{
+  (void) state;
+  struct gs_ledger_spec spec = { .name = "pct" };
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    spec.limit_bytes[g] = GS_LIMIT_NONE;
+  spec.limit_ppm[0] = 250000; /* 25% */
+  struct gs_ledger *l = NULL;
+  gs_error_t err = NULL;
+  assert_int_equal(gs_ledger_create(dir, &spec, &l, &err), 0);
+  assert_int_equal(gs_ledger_limit(l, 0, 80 * 1024 * MIB), 20 * 1024 * MIB);
+  assert_int_equal(gs_ledger_limit(l, 1, 80 * 1024 * MIB), GS_LIMIT_NONE);
+  gs_ledger_detach(l);
+}
+
+static void test_live_tenant_name_cannot_be_taken_twice(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("twice", 1);
+  assert_non_null(l);
+  struct gs_ledger_spec spec = { .name = "twice" };
+  struct gs_ledger *l2 = NULL;
+  gs_error_t err = NULL;
+  assert_int_equal(gs_ledger_create(dir, &spec, &l2, &err), -1);
+  assert_non_null(strstr(err->msg, "already running"));
+  gs_error_release(&err);
+  spec.name = "bad/name";
+  assert_int_equal(gs_ledger_create(dir, &spec, &l2, &err), -1);
+  assert_non_null(strstr(err->msg, "bad/name"));
+  gs_error_release(&err);
+  gs_ledger_detach(l);
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, data, len), (ssize_t) len);
+  close(fd);
+}
+
+static void test_foreign_or_corrupt_files_give_clear_errors(void **state)
+{
+  (void) state;
+  char path[256];
+  struct gs_ledger *l = NULL;
+  gs_error_t err = NULL;
+  snprintf(path, sizeof(path), "%s/tenants/short", dir);
+  write_file(path, "garbage", 7);
+  assert_int_equal(gs_ledger_attach(dir, "short", &l, &err), -1);
+  assert_non_null(strstr(err->msg, "size"));
+  gs_error_release(&err);
+
+  struct gs_ledger *good = new_tenant("future", 1);
+  good->version = GS_LEDGER_VERSION + 1;
+  assert_int_equal(gs_ledger_attach(dir, "future", &l, &err), -1);
+  assert_non_null(strstr(err->msg, "version"));
+  gs_error_release(&err);
+  good->magic = 42;
+  assert_int_equal(gs_ledger_attach(dir, "future", &l, &err), -1);
+  assert_non_null(strstr(err->msg, "not a gpuslice tenant ledger"));
+  gs_error_release(&err);
+  gs_ledger_detach(good);
+
+  struct stat st;
+  snprintf(path, sizeof(path), "%s/tenants/future", dir);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_reserve_stops_exactly_at_the_limit),
+    cmocka_unit_test(test_sixteen_processes_never_exceed_the_quota),
+    cmocka_unit_test(test_killed_process_memory_returns_to_the_tenant),
+    cmocka_unit_test(test_reclaim_by_the_same_process_drops_its_old_slot),
+    cmocka_unit_test(test_percent_limit_resolves_against_the_device),
+    cmocka_unit_test(test_live_tenant_name_cannot_be_taken_twice),
+    cmocka_unit_test(test_foreign_or_corrupt_files_give_clear_errors),
+  };
+  return cmocka_run_group_tests(tests, make_dir, NULL);
+}
