@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 static struct gpusim_shared *g_state;
-static char g_err[512];
+static char g_err[4096 + 512]; /* room for a full path and its reason */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static struct gpusim_proc *g_self;
 static pid_t g_self_pid;
