@@ -194,7 +194,10 @@ static struct gpusim_shared *state_map(const char *path, const char *spec, const
     s = MAP_FAILED;
   }
 out:
-  close(fd); /* also drops the lock */
+  /* Unlock explicitly: the mapping keeps the open file alive, so close() alone would leave the
+   * lock held for as long as this process stays mapped, and every other opener would block. */
+  flock(fd, LOCK_UN);
+  close(fd);
   return s == MAP_FAILED ? NULL : s;
 }
 

@@ -84,7 +84,8 @@ static void test_sixteen_processes_never_exceed_the_quota(void **state)
         char ok = p && gs_ledger_reserve(l, p, 0, 100 * MIB) == 0 ? '1' : '0';
         if (write(res[1], &ok, 1) != 1)
           _exit(3);
-        (void) read(hold[0], &ok, 1);
+        if (read(hold[0], &ok, 1) < 0) /* returns when the parent closes the pipe */
+          _exit(4);
         _exit(0); /* no unclaim: the memory must come back through reaping */
       }
     }

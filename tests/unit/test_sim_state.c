@@ -71,7 +71,8 @@ static void test_concurrent_reservations_never_exceed_capacity(void **state)
         char ok = gpusim_mem_reserve(1, 8 * GIB) == 0 ? '1' : '0';
         if (write(pipefd[1], &ok, 1) != 1)
           _exit(3);
-        (void) read(hold[0], &ok, 1); /* returns when the parent closes the pipe */
+        if (read(hold[0], &ok, 1) < 0) /* returns when the parent closes the pipe */
+          _exit(4);
         _exit(0);
       }
     }

@@ -1,0 +1,41 @@
+/* What the simulated NVML's files share: the export macro, the device handles, the
+ * initialization check and the derived quantities (utilization) that several queries use.
+ * The API itself is declared in abi/gs-nvml.h. */
+#ifndef GPUSIM_NVML_INTERNAL_H
+#define GPUSIM_NVML_INTERNAL_H
+
+#include "gs-nvml.h"
+#include "sim-state.h"
+
+#define GPUSIM_API __attribute__((visibility("default")))
+
+/* The driver version this simulator claims to be: the R580 release that shipped with CUDA 13.0. */
+#define NVML_SIM_DRIVER_VERSION "580.65.06"
+#define NVML_SIM_CUDA_VERSION 13000
+
+/* A device handle points at one of these; the index is the device's place in GPUSLICE_SIM. */
+struct nvmlDevice_st {
+  unsigned int index;
+};
+
+/* NVML_SUCCESS once nvmlInit has succeeded more times than nvmlShutdown; else UNINITIALIZED. */
+nvmlReturn_t gpusim_nvml_ready(void);
+/* The number of devices seen by the current initialization. */
+unsigned int gpusim_nvml_device_count(void);
+/* The handle of device i (i < gpusim_nvml_device_count()). */
+nvmlDevice_t gpusim_nvml_handle(unsigned int i);
+
+/* Resolves a handle: NVML_SUCCESS with *dev (and, if model is non-NULL, *model) set, or the
+ * error the real library gives for an uninitialized library or a bad handle. */
+nvmlReturn_t gpusim_nvml_device(nvmlDevice_t device, struct gpusim_dev **dev, const struct gpusim_model **model);
+
+/* Copies s into buf of length len, or NVML_ERROR_INSUFFICIENT_SIZE when it does not fit. */
+nvmlReturn_t gpusim_nvml_copy_str(char *buf, unsigned int len, const char *s);
+
+/* The device's busy percentage over the last sample period, rounded to nearest. */
+unsigned int gpusim_nvml_gpu_util(const struct gpusim_dev *dev);
+
+/* The PCI bus of device `index`; the simulated CUDA library reports the same. */
+#define NVML_SIM_PCI_BUS(index) (0x10u + (unsigned) (index))
+
+#endif

@@ -1,0 +1,125 @@
+/* Simulated NVML: temperature, power and clocks. None of these is measured: each is a fixed
+ * function of the model and of the device's current utilization (nvml-util.c), so the same
+ * timeline always reads the same, and a busy device looks hotter, hungrier and faster. */
+#include "nvml-internal.h"
+
+/* Idle and full-load points of the simulated sensors. */
+#define TEMP_IDLE_C 30u
+#define TEMP_SPAN_C 50u          /* added at 100% utilization */
+#define POWER_IDLE_PERCENT 15u   /* of the board power limit */
+#define SM_CLOCK_IDLE_DIVISOR 5u /* an idle SM clock is a fifth of its maximum */
+
+GPUSIM_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                                 unsigned int *temp)
+{
+  struct gpusim_dev *dev;
+  nvmlReturn_t r = gpusim_nvml_device(device, &dev, NULL);
+  if (r != NVML_SUCCESS)
+    return r;
+  if (!temp || sensorType != NVML_TEMPERATURE_GPU)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *temp = TEMP_IDLE_C + (TEMP_SPAN_C * gpusim_nvml_gpu_util(dev) + 50u) / 100u;
+  return NVML_SUCCESS;
+}
+
+GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
+{
+  struct gpusim_dev *dev;
+  const struct gpusim_model *model;
+  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
+  if (r != NVML_SUCCESS)
+    return r;
+  if (!power)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned long long limit = model->power_limit_mw;
+  unsigned long long idle = limit * POWER_IDLE_PERCENT / 100u;
+  *power = (unsigned) (idle + (limit - idle) * gpusim_nvml_gpu_util(dev) / 100u);
+  return NVML_SUCCESS;
+}
+
+/* The simulator has no power management: every limit is the board's default limit. */
+static nvmlReturn_t power_limit(nvmlDevice_t device, unsigned int *limit)
+{
+  struct gpusim_dev *dev;
+  const struct gpusim_model *model;
+  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
+  if (r != NVML_SUCCESS)
+    return r;
+  if (!limit)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *limit = model->power_limit_mw;
+  return NVML_SUCCESS;
+}
+
+GPUSIM_API nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *limit)
+{
+  return power_limit(device, limit);
+}
+
+GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)
+{
+  return power_limit(device, limit);
+}
+
+GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int *defaultLimit)
+{
+  return power_limit(device, defaultLimit);
+}
+
+GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int *minLimit,
+                                                                     unsigned int *maxLimit)
+{
+  nvmlReturn_t r = power_limit(device, maxLimit);
+  if (r != NVML_SUCCESS)
+    return r;
+  if (!minLimit)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *minLimit = *maxLimit / 2u;
+  return NVML_SUCCESS;
+}
+
+/* The highest clock of a domain. The video clock is not part of the model; three quarters
+ * of the SM clock is where data-centre parts put it. */
+static unsigned int clock_max(const struct gpusim_model *model, nvmlClockType_t type)
+{
+  switch (type) {
+  case NVML_CLOCK_GRAPHICS:
+  case NVML_CLOCK_SM: return model->sm_clock_max_mhz;
+  case NVML_CLOCK_MEM: return model->mem_clock_mhz;
+  case NVML_CLOCK_VIDEO: return model->sm_clock_max_mhz * 3u / 4u;
+  case NVML_CLOCK_COUNT: break;
+  }
+  return 0;
+}
+
+GPUSIM_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
+{
+  struct gpusim_dev *dev;
+  const struct gpusim_model *model;
+  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
+  if (r != NVML_SUCCESS)
+    return r;
+  if (!clock || clock_max(model, type) == 0)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *clock = clock_max(model, type);
+  return NVML_SUCCESS;
+}
+
+/* The memory clock is fixed; the SM and graphics clocks boost to their maximum whenever the
+ * device ran anything in the last sample period and drop to an idle clock otherwise. */
+GPUSIM_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
+{
+  struct gpusim_dev *dev;
+  const struct gpusim_model *model;
+  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
+  if (r != NVML_SUCCESS)
+    return r;
+  unsigned int max = clock_max(model, type);
+  if (!clock || max == 0)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  if (type == NVML_CLOCK_MEM || gpusim_nvml_gpu_util(dev) > 0)
+    *clock = max;
+  else
+    *clock = max / SM_CLOCK_IDLE_DIVISOR;
+  return NVML_SUCCESS;
+}
