@@ -219,6 +219,14 @@ static void test_foreign_or_corrupt_files_give_clear_errors(void **state)
   assert_int_equal(st.st_mode & 0777, 0600);
 }
 
+static int remove_dir(void **state)
+{
+  char cmd[128];
+  (void) state;
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -230,5 +238,5 @@ int main(void)
     cmocka_unit_test(test_live_tenant_name_cannot_be_taken_twice),
     cmocka_unit_test(test_foreign_or_corrupt_files_give_clear_errors),
   };
-  return cmocka_run_group_tests(tests, make_dir, NULL);
+  return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

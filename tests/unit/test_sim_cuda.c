@@ -43,15 +43,25 @@ static void launch_us(CUstream s, uint64_t us)
   assert_int_equal(cuLaunchKernel(busy, 1, 1, 1, 1, 1, 1, 0, s, args, NULL), CUDA_SUCCESS);
 }
 
+static char dir[] = "/tmp/gpusim-unit-XXXXXX";
+
 static int group_setup(void **state)
 {
   (void) state;
-  char dir[] = "/tmp/gpusim-unit-XXXXXX";
   if (!mkdtemp(dir))
     return -1;
   setenv("GPUSIM_STATE_DIR", dir, 1);
   setenv("GPUSLICE_SIM", "h100-80gb", 1);
   return 0;
+}
+
+/* Removes the state directory and the state file in it. */
+static int group_teardown(void **state)
+{
+  char cmd[128];
+  (void) state;
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
 }
 
 static void test_calls_before_cuinit_fail_not_initialized(void **state)
@@ -263,5 +273,5 @@ int main(void)
     cmocka_unit_test(test_get_proc_address_picks_abi_by_version),
     cmocka_unit_test(test_error_strings_exist_for_known_results_only),
   };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

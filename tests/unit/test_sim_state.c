@@ -19,11 +19,20 @@
 #define GIB (1024ULL * 1024ULL * 1024ULL)
 
 static struct gpusim_shared *S;
+static char dir[] = "/tmp/gpusim-unit-XXXXXX";
+
+/* Removes the state directory and the one state file in it. */
+static int teardown(void **state)
+{
+  char cmd[128];
+  (void) state;
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
 
 static int setup(void **state)
 {
   (void) state;
-  char dir[] = "/tmp/gpusim-unit-XXXXXX";
   if (!mkdtemp(dir))
     return -1;
   setenv("GPUSIM_STATE_DIR", dir, 1);
@@ -167,5 +176,5 @@ int main(void)
     cmocka_unit_test(test_sleep_until_is_precise),
     cmocka_unit_test(test_start_time_tells_a_reused_pid_from_the_original),
   };
-  return cmocka_run_group_tests(tests, setup, NULL);
+  return cmocka_run_group_tests(tests, setup, teardown);
 }

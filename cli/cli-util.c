@@ -1,0 +1,50 @@
+/* Error reporting and exit statuses shared by the verbs. The CLI prints each error as one
+ * line, "gpuslice: <what>: <why>", and nothing else. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+int cli_usage_error(const char *verb, const char *fmt, ...)
+{
+  va_list ap;
+  fputs("gpuslice: ", stderr);
+  if (verb)
+    fprintf(stderr, "%s: ", verb);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  return CLI_USAGE;
+}
+
+int cli_fail(const char *verb, gs_error_t *err)
+{
+  fprintf(stderr, "gpuslice: %s: %s\n", verb, *err ? (*err)->msg : "unknown error");
+  gs_error_release(err);
+  return CLI_FAILURE;
+}
+
+int cli_bad_option(const char *verb, char **argv, int c)
+{
+  /* For a short option getopt names it in optopt; for a long one only argv tells which. */
+  char shortopt[3] = { '-', (char) optopt, '\0' };
+  const char *last = optind > 0 ? argv[optind - 1] : "";
+  const char *opt = strncmp(last, "--", 2) == 0 || !optopt ? last : shortopt;
+  const char *why = c == ':' ? "missing value" : "unknown option";
+  if (!verb)
+    return cli_usage_error(NULL, "%s: %s (see gpuslice --help)", opt, why);
+  return cli_usage_error(verb, "%s: %s (see gpuslice %s --help)", opt, why, verb);
+}
+
+int cli_wait_status(int wstatus)
+{
+  if (WIFEXITED(wstatus))
+    return WEXITSTATUS(wstatus);
+  if (WIFSIGNALED(wstatus))
+    return 128 + WTERMSIG(wstatus);
+  return CLI_FAILURE;
+}

@@ -1,0 +1,28 @@
+/* Internal interface of the gpuslice CLI: one function per verb (one file each), and the
+ * few helpers every verb shares for reporting errors and exit statuses.
+ *
+ * Exit statuses: 0 ok, 1 failure, 2 usage error. `run` exits with its command's status. */
+#ifndef GS_CLI_H
+#define GS_CLI_H
+
+#include "gpuslice.h"
+
+enum { CLI_OK = 0, CLI_FAILURE = 1, CLI_USAGE = 2 };
+
+/* Each verb gets its own argv, argv[0] being the verb's name, and returns the exit status. */
+int cli_run(int argc, char **argv);
+int cli_demo(int argc, char **argv);
+
+/* Prints "gpuslice: <verb>: <message>" (without "<verb>: " when verb is NULL) on stderr
+ * and returns CLI_USAGE. */
+int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "gpuslice: <verb>: <err->msg>" on stderr, releases err and returns CLI_FAILURE. */
+int cli_fail(const char *verb, gs_error_t *err);
+/* Reports what getopt_long returned c ('?' or ':') for, when its optstring starts with "+:".
+ * verb is NULL for gpuslice's own options. */
+int cli_bad_option(const char *verb, char **argv, int c);
+
+/* The shell's reading of a wait status: the exit code, or 128 + the signal number. */
+int cli_wait_status(int wstatus);
+
+#endif

@@ -1,0 +1,440 @@
+/* `gpuslice demo [--seconds N]`: three workloads share one GPU, each under `gpuslice run`,
+ * and a table shows what each one measured it got. Without an NVIDIA driver the demo uses
+ * the simulated GPU with state private to this run.
+ *
+ * At this stage gpuslice limits nothing, and the table shows it: the busiest workload takes
+ * what it wants. The demo prints only what the workloads measured and reported. */
+#include "cli.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GIB (1024ULL * 1024 * 1024)
+#define SIM_SPEC "h100-80gb"
+#define DEMO_KERNEL_US 1000 /* each busy kernel runs for 1 ms */
+
+extern char **environ;
+
+static const char demo_usage[] =
+  "Usage: gpuslice demo [--seconds N]\n"
+  "\n"
+  "Runs three workloads side by side on one GPU, each under 'gpuslice run', and shows the\n"
+  "memory each held and the GPU time each got. Without an NVIDIA driver (and without\n"
+  "GPUSLICE_SIM) it uses a simulated H100 80GB, private to this run.\n"
+  "\n"
+  "Options:\n"
+  "  -s, --seconds N  How long the busy workloads run (default 4, from 0.5 to 3600)\n"
+  "  -h, --help       Show this help and exit\n"
+  "\n"
+  "Exit status: 0 success, 1 a workload or gpuslice failed, 2 usage error.\n";
+
+struct tenant {
+  const char *name;
+  const char *role;       /* what it does, for the table */
+  const char *mode;       /* gpusim-workload's mode: busy or hold */
+  double duty;            /* busy: the fraction of the time it launches kernels */
+  uint64_t hold_bytes;
+  pid_t pid;
+  int in_fd, out_fd, err_fd; /* in_fd: our end of a hold tenant's stdin, or -1 */
+  int status;                /* exit status as a shell reports it, -1 when it hung */
+  json_t *result;            /* its JSON lines with a "mode", merged */
+};
+
+static struct tenant tenants[] = {
+  { "training", "busy, wants 100% of GPU", "busy", 1.0, 40 * GIB, -1, -1, -1, -1, -1, NULL },
+  { "inference", "busy, wants 30% of GPU", "busy", 0.3, 16 * GIB, -1, -1, -1, -1, -1, NULL },
+  { "notebook", "idle, holds memory", "hold", 0.0, 8 * GIB, -1, -1, -1, -1, -1, NULL },
+};
+#define NTENANTS (sizeof(tenants) / sizeof(tenants[0]))
+
+static int parse_options(int argc, char **argv, double *seconds)
+{
+  static const struct option opts[] = {
+    { "seconds", required_argument, NULL, 's' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  int c;
+  char *end;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+:s:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'h':
+      fputs(demo_usage, stdout);
+      return CLI_OK;
+    case 's':
+      errno = 0;
+      *seconds = strtod(optarg, &end);
+      if (errno || end == optarg || *end || !(*seconds >= 0.5 && *seconds <= 3600))
+        return cli_usage_error("demo", "--seconds '%s': want a number from 0.5 to 3600", optarg);
+      break;
+    default:
+      return cli_bad_option("demo", argv, c);
+    }
+  }
+  if (optind < argc)
+    return cli_usage_error("demo", "'%s': unexpected argument (see gpuslice demo --help)", argv[optind]);
+  return -1;
+}
+
+/* Chooses the GPU: the user's GPUSLICE_SIM, else a real driver, else a simulated H100 with
+ * state in a fresh directory (*state_dir, removed at the end). */
+static int choose_device(char **state_dir, gs_error_t *err)
+{
+  if (gs_getenv_nonempty("GPUSLICE_SIM")) {
+    printf("Using the simulated GPU set in GPUSLICE_SIM (%s).\n", gs_getenv("GPUSLICE_SIM"));
+    return 0;
+  }
+  void *driver = dlopen("libcuda.so.1", RTLD_LAZY);
+  if (driver) {
+    dlclose(driver);
+    printf("Using the NVIDIA driver on this machine.\n");
+    return 0;
+  }
+  char dir[] = "/tmp/gpuslice-demo-XXXXXX";
+  if (!mkdtemp(dir))
+    return gs_make_error(err, errno, "creating a directory for the simulated GPU");
+  *state_dir = xstrdup(dir);
+  setenv("GPUSLICE_SIM", SIM_SPEC, 1);
+  setenv("GPUSIM_STATE_DIR", dir, 1);
+  printf("No NVIDIA driver found: using a simulated H100 80GB (GPUSLICE_SIM=%s).\n", SIM_SPEC);
+  return 0;
+}
+
+/* Removes the simulator's state directory; it holds plain files only. */
+static void remove_state_dir(const char *path)
+{
+  DIR *d = opendir(path);
+  struct dirent *e;
+  if (d) {
+    while ((e = readdir(d)))
+      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+        unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+  }
+  if (rmdir(path) < 0)
+    fprintf(stderr, "gpuslice: demo: removing '%s': %s\n", path, strerror(errno));
+}
+
+/* An argument list of owned strings; execve wants `char *const[]`, not const strings. */
+struct arglist {
+  char *v[16];
+  int n;
+};
+
+static void arg_add(struct arglist *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void arg_add(struct arglist *a, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  xvasprintf(&a->v[a->n], fmt, ap);
+  va_end(ap);
+  a->v[++a->n] = NULL;
+}
+
+static void arg_release(struct arglist *a)
+{
+  for (int i = 0; i < a->n; i++)
+    free(a->v[i]);
+  a->n = 0;
+}
+
+/* The workload's command line, under `gpuslice run`. */
+static void tenant_argv(const struct tenant *t, const struct gs_paths *paths, double seconds, struct arglist *a)
+{
+  unsigned long long bytes = (unsigned long long) t->hold_bytes;
+  a->n = 0;
+  arg_add(a, "%s", paths->exe);
+  arg_add(a, "run");
+  arg_add(a, "--");
+  arg_add(a, "%s", paths->workload);
+  arg_add(a, "%s", t->mode);
+  if (strcmp(t->mode, "hold") == 0) {
+    arg_add(a, "--bytes");
+    arg_add(a, "%llu", bytes);
+    return;
+  }
+  arg_add(a, "--seconds");
+  arg_add(a, "%g", seconds);
+  arg_add(a, "--duty");
+  arg_add(a, "%g", t->duty);
+  arg_add(a, "--kernel-us");
+  arg_add(a, "%d", DEMO_KERNEL_US);
+  arg_add(a, "--hold-bytes");
+  arg_add(a, "%llu", bytes);
+}
+
+/* Opens the tenant's standard streams: output into anonymous files we read afterwards
+ * (no pipe to drain while waiting), and for a hold tenant a pipe whose end we close to
+ * tell it to let go. *child_in receives the descriptor for the child's stdin. */
+static int tenant_streams(struct tenant *t, int *child_in, gs_error_t *err)
+{
+  int p[2];
+  t->out_fd = memfd_create("stdout", MFD_CLOEXEC);
+  t->err_fd = memfd_create("stderr", MFD_CLOEXEC);
+  if (t->out_fd < 0 || t->err_fd < 0)
+    return gs_make_error(err, errno, "%s: memfd_create", t->name);
+  if (strcmp(t->mode, "hold") != 0) {
+    *child_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return *child_in < 0 ? gs_make_error(err, errno, "open /dev/null") : 0;
+  }
+  if (pipe2(p, O_CLOEXEC) < 0)
+    return gs_make_error(err, errno, "%s: pipe", t->name);
+  *child_in = p[0];
+  t->in_fd = p[1];
+  return 0;
+}
+
+static int tenant_start(struct tenant *t, const struct gs_paths *paths, double seconds, gs_error_t *err)
+{
+  struct arglist args;
+  posix_spawn_file_actions_t fa;
+  int child_in = -1, r;
+
+  if (tenant_streams(t, &child_in, err) < 0)
+    return -1;
+  tenant_argv(t, paths, seconds, &args);
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, child_in, STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, t->out_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, t->err_fd, STDERR_FILENO);
+  r = posix_spawn(&t->pid, paths->exe, &fa, NULL, args.v, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(child_in);
+  arg_release(&args);
+  if (r != 0) {
+    t->pid = -1;
+    return gs_make_error(err, r, "%s: starting '%s'", t->name, paths->exe);
+  }
+  return 0;
+}
+
+static uint64_t now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+/* Waits for the tenant until deadline; past it, asks it to stop (`gpuslice run` forwards
+ * SIGTERM to the workload), then kills it. t->status is -1 when it had to be stopped. */
+static void tenant_wait(struct tenant *t, uint64_t deadline)
+{
+  const struct timespec tick = { 0, 20 * 1000 * 1000 };
+  int st;
+  bool termed = false;
+
+  while (t->pid > 0) {
+    pid_t r = waitpid(t->pid, &st, WNOHANG);
+    if (r == t->pid || (r < 0 && errno != EINTR)) {
+      t->status = r == t->pid && !termed ? cli_wait_status(st) : -1;
+      t->pid = -1;
+      return;
+    }
+    if (now_ns() > deadline) {
+      kill(t->pid, termed ? SIGKILL : SIGTERM);
+      termed = true;
+      deadline = now_ns() + 3000000000ULL;
+    }
+    nanosleep(&tick, NULL);
+  }
+}
+
+/* Reads the whole of an anonymous output file (bounded: workloads print a few lines). */
+static char *read_output(int fd)
+{
+  size_t cap = 65536, len = 0;
+  char *buf = xmalloc(cap + 1);
+  ssize_t n;
+  lseek(fd, 0, SEEK_SET);
+  while (len < cap && (n = read(fd, buf + len, cap - len)) > 0)
+    len += (size_t) n;
+  buf[len] = '\0';
+  return buf;
+}
+
+/* Merges the JSON objects printed on out, later lines overriding earlier keys: a hold
+ * workload prints what it allocated when ready and what it released at the end. Returns
+ * NULL when no line is an object with a "mode". */
+static json_t *merged_result(char *out)
+{
+  json_t *all = json_object();
+  for (char *save = NULL, *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    json_t *j = line[0] == '{' ? json_loads(line, 0, NULL) : NULL;
+    if (j && json_is_object(j) && json_object_get(j, "mode"))
+      json_object_update(all, j);
+    json_decref(j);
+  }
+  if (!json_object_get(all, "mode")) {
+    json_decref(all);
+    return NULL;
+  }
+  return all;
+}
+
+/* The last non-empty line of err, trimmed, for a one-line failure report. */
+static const char *last_line(char *err)
+{
+  char *end = err + strlen(err);
+  while (end > err && (end[-1] == '\n' || end[-1] == ' '))
+    *--end = '\0';
+  char *nl = strrchr(err, '\n');
+  const char *line = nl ? nl + 1 : err;
+  /* `gpuslice run` speaks as "gpuslice: run: ...": we say "gpuslice: demo: <tenant>: " already. */
+  return strncmp(line, "gpuslice: ", 10) == 0 ? line + 10 : line;
+}
+
+/* Collects the tenant's result. Returns 0, or -1 after printing one line naming it. */
+static int tenant_collect(struct tenant *t)
+{
+  _cleanup_free_ char *out = read_output(t->out_fd);
+  _cleanup_free_ char *err = read_output(t->err_fd);
+  const char *why = last_line(err);
+
+  t->result = merged_result(out);
+  if (t->status == 0 && t->result)
+    return 0;
+  if (t->status == -1)
+    fprintf(stderr, "gpuslice: demo: %s: did not finish in time and was stopped%s%s\n", t->name,
+            *why ? ": " : "", why);
+  else if (*why)
+    fprintf(stderr, "gpuslice: demo: %s: %s\n", t->name, why);
+  else if (t->status != 0)
+    fprintf(stderr, "gpuslice: demo: %s: exited with status %d\n", t->name, t->status);
+  else
+    fprintf(stderr, "gpuslice: demo: %s: printed no result\n", t->name);
+  return -1;
+}
+
+static double result_number(const struct tenant *t, const char *key)
+{
+  return json_number_value(json_object_get(t->result, key));
+}
+
+/* Memory the tenant held: what it reported, or else what it was told to hold, which a
+ * workload that exits 0 did allocate (it fails when an allocation fails). */
+static uint64_t held_bytes(const struct tenant *t)
+{
+  static const char *const keys[] = { "allocated_bytes", "held_bytes", "hold_bytes" };
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    json_t *v = json_object_get(t->result, keys[i]);
+    if (json_is_integer(v))
+      return (uint64_t) json_integer_value(v);
+  }
+  return t->hold_bytes;
+}
+
+/* Device time the tenant's kernels occupied: kernels completed times the duration each
+ * one runs for. The workload's event timings (kernel_seconds) also count the time a kernel
+ * waited behind other tenants' kernels, so they would overstate what it got. */
+static double gpu_seconds(const struct tenant *t)
+{
+  return result_number(t, "requested_kernel_seconds");
+}
+
+static void print_table(void)
+{
+  printf("\n%-10s %-24s %12s %9s %10s\n", "tenant", "workload", "memory held", "GPU time", "GPU share");
+  for (size_t i = 0; i < NTENANTS; i++) {
+    const struct tenant *t = &tenants[i];
+    char mem[32], got[32] = "-", share[32] = "-";
+    snprintf(mem, sizeof(mem), "%.1f GiB", (double) held_bytes(t) / (double) GIB);
+    if (strcmp(t->mode, "busy") == 0) {
+      double wall = result_number(t, "wall_seconds");
+      snprintf(got, sizeof(got), "%.2f s", gpu_seconds(t));
+      if (wall > 0)
+        snprintf(share, sizeof(share), "%.0f%%", 100.0 * gpu_seconds(t) / wall);
+    }
+    printf("%-10s %-24s %12s %9s %10s\n", t->name, t->role, mem, got, share);
+  }
+  printf("\nGPU time: kernels completed x %d ms each. GPU share: GPU time / the workload's run time.\n"
+         "Nothing limits any tenant yet: gpuslice only passes calls through, so the first workload\n"
+         "takes what it wants. Per-tenant limits (--vram, --compute) arrive with later issues.\n",
+         DEMO_KERNEL_US / 1000);
+}
+
+/* Starts every tenant, waits for the busy ones, then lets the idle one go. */
+static int run_tenants(const struct gs_paths *paths, double seconds, gs_error_t *err)
+{
+  for (size_t i = 0; i < NTENANTS; i++)
+    if (tenant_start(&tenants[i], paths, seconds, err) < 0)
+      return -1;
+  uint64_t deadline = now_ns() + (uint64_t) ((seconds + 60) * 1e9);
+  for (size_t i = 0; i < NTENANTS; i++)
+    if (tenants[i].in_fd < 0)
+      tenant_wait(&tenants[i], deadline);
+  for (size_t i = 0; i < NTENANTS; i++)
+    if (tenants[i].in_fd >= 0) {
+      close(tenants[i].in_fd); /* end of input: the hold workload frees its memory and exits */
+      tenants[i].in_fd = -1;
+      tenant_wait(&tenants[i], now_ns() + 15000000000ULL);
+    }
+  return 0;
+}
+
+static void tenants_release(void)
+{
+  for (size_t i = 0; i < NTENANTS; i++) {
+    struct tenant *t = &tenants[i];
+    if (t->pid > 0)
+      tenant_wait(t, 0);
+    if (t->in_fd >= 0)
+      close(t->in_fd);
+    if (t->out_fd >= 0)
+      close(t->out_fd);
+    if (t->err_fd >= 0)
+      close(t->err_fd);
+    json_decref(t->result);
+  }
+}
+
+static int demo(double seconds)
+{
+  struct gs_paths paths;
+  gs_error_t err = NULL;
+  _cleanup_free_ char *state_dir = NULL;
+  int rc = CLI_FAILURE;
+
+  if (gs_paths_find(&paths, "/proc/self/exe", &err) < 0)
+    return cli_fail("demo", &err);
+  if (access(paths.workload, X_OK) < 0) {
+    gs_make_error(&err, errno, "workload program '%s'", paths.workload);
+  } else if (choose_device(&state_dir, &err) == 0) {
+    fflush(stdout);
+    if (run_tenants(&paths, seconds, &err) == 0) {
+      rc = CLI_OK;
+      for (size_t i = 0; i < NTENANTS; i++)
+        if (tenant_collect(&tenants[i]) < 0)
+          rc = CLI_FAILURE;
+      if (rc == CLI_OK)
+        print_table();
+    }
+  }
+  tenants_release();
+  if (state_dir)
+    remove_state_dir(state_dir);
+  gs_paths_release(&paths);
+  return err ? cli_fail("demo", &err) : rc;
+}
+
+int cli_demo(int argc, char **argv)
+{
+  double seconds = 4;
+  int r = parse_options(argc, argv, &seconds);
+  return r >= 0 ? r : demo(seconds);
+}

@@ -1,0 +1,80 @@
+/* gs_error_t: creation, context prepending and release. Nothing here prints: an edge
+ * reads err->msg and decides what to do with it. */
+#include "gs-error.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Returned when the message itself cannot be allocated, so that an error is never lost
+ * and the interposer, which may not treat out-of-memory as fatal, can still report one. */
+static char oom_msg[] = "out of memory";
+static struct gs_error_s oom_error = { ENOMEM, oom_msg };
+
+static int store(gs_error_t *err, int status, char *msg)
+{
+  gs_error_release(err);
+  gs_error_t e = msg ? malloc(sizeof(*e)) : NULL;
+  if (!e) {
+    free(msg);
+    *err = &oom_error;
+    return -1;
+  }
+  e->status = status;
+  e->msg = msg;
+  *err = e;
+  return -1;
+}
+
+int gs_make_error(gs_error_t *err, int status, const char *fmt, ...)
+{
+  char *text = NULL, *msg = NULL;
+  va_list ap;
+
+  if (!err)
+    return -1;
+  va_start(ap, fmt);
+  int n = vasprintf(&text, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return store(err, status, NULL);
+  if (status == 0)
+    return store(err, status, text);
+  if (asprintf(&msg, "%s: %s", text, strerror(status)) < 0)
+    msg = NULL;
+  free(text);
+  return store(err, status, msg);
+}
+
+int gs_error_prepend(gs_error_t *err, const char *fmt, ...)
+{
+  char *ctx = NULL, *msg = NULL;
+  va_list ap;
+
+  if (!err)
+    return -1;
+  va_start(ap, fmt);
+  int n = vasprintf(&ctx, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return store(err, *err ? (*err)->status : 0, NULL);
+  if (!*err)
+    return store(err, 0, ctx);
+  if (asprintf(&msg, "%s: %s", ctx, (*err)->msg) < 0)
+    msg = NULL;
+  free(ctx);
+  return store(err, (*err)->status, msg);
+}
+
+void gs_error_release(gs_error_t *err)
+{
+  if (!err || !*err)
+    return;
+  if (*err != &oom_error) {
+    free((*err)->msg);
+    free(*err);
+  }
+  *err = NULL;
+}

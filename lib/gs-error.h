@@ -1,0 +1,28 @@
+/* Errors that carry their cause: an errno and an allocated message, as crun's
+ * libcrun_error_t. A fallible function takes `gs_error_t *err`, returns < 0 (or NULL) and
+ * fills *err; callers may prepend context as the error travels up, and only an edge
+ * decides to print it. */
+#ifndef GS_ERROR_H
+#define GS_ERROR_H
+
+struct gs_error_s {
+  int status; /* the errno at the failure site, or 0 when the cause is not a system error */
+  char *msg;  /* one line, without a trailing newline; ends with strerror(status) if status */
+};
+typedef struct gs_error_s *gs_error_t;
+
+/* Fills *err with a message made from fmt and, when status is not 0, ": strerror(status)".
+ * Replaces (and frees) any error already in *err. Always returns -1, so that a failure
+ * site can read `return gs_make_error(err, errno, "open '%s'", path);`.
+ * Never aborts: without memory it stores a static "out of memory" error instead. */
+int gs_make_error(gs_error_t *err, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prepends "<context>: " to the message in *err. Returns -1. With no error in *err it
+ * makes one with status 0 from the context alone. */
+int gs_error_prepend(gs_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Frees *err and sets it to NULL; safe on NULL and on an empty error. */
+void gs_error_release(gs_error_t *err);
+
+#endif

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds and runs the whole test suite twice: a normal build in build/, then an
+# AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/. The output ends with
+# the summary of the last ctest run.
+#
+# Tests run one at a time: the simulator's tests measure timings, and concurrent tests on a
+# small machine would disturb them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+
+jobs="$(nproc)"
+
+build_and_test() {
+  local dir="$1"
+  shift
+  echo "==> $dir: configure and build"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  echo "==> $dir: test"
+  ctest --test-dir "$dir" --output-on-failure
+}
+
+build_and_test build -DGS_SANITIZE=OFF
+build_and_test build-asan -DGS_SANITIZE=ON

@@ -1,0 +1,80 @@
+/* gs_error_t: messages carry the cause, context is prepended as errors travel up, and
+ * release is safe to repeat. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gpuslice.h"
+
+static int open_config(const char *path, gs_error_t *err)
+{
+  return gs_make_error(err, ENOENT, "open '%s'", path);
+}
+
+static void test_make_error_appends_strerror_and_returns_minus_one(void **state)
+{
+  gs_error_t err = NULL;
+  (void) state;
+  assert_int_equal(open_config("/etc/x", &err), -1);
+  assert_int_equal(err->status, ENOENT);
+  assert_string_equal(err->msg, "open '/etc/x': No such file or directory");
+  gs_error_release(&err);
+  assert_null(err);
+  gs_error_release(&err); /* twice is fine */
+}
+
+static void test_make_error_with_status_zero_has_no_system_cause(void **state)
+{
+  gs_error_t err = NULL;
+  (void) state;
+  gs_make_error(&err, 0, "bad size '%s'", "12X");
+  assert_int_equal(err->status, 0);
+  assert_string_equal(err->msg, "bad size '12X'");
+  gs_error_release(&err);
+}
+
+static void test_prepend_adds_context_and_keeps_status(void **state)
+{
+  gs_error_t err = NULL;
+  (void) state;
+  open_config("/etc/x", &err);
+  assert_int_equal(gs_error_prepend(&err, "loading %s", "policy"), -1);
+  assert_int_equal(gs_error_prepend(&err, "start"), -1);
+  assert_string_equal(err->msg, "start: loading policy: open '/etc/x': No such file or directory");
+  assert_int_equal(err->status, ENOENT);
+  gs_error_release(&err);
+}
+
+static void test_prepend_without_error_makes_one(void **state)
+{
+  gs_error_t err = NULL;
+  (void) state;
+  gs_error_prepend(&err, "context only");
+  assert_string_equal(err->msg, "context only");
+  gs_error_release(&err);
+}
+
+static void test_make_error_replaces_previous_error(void **state)
+{
+  gs_error_t err = NULL;
+  (void) state;
+  gs_make_error(&err, 0, "first");
+  gs_make_error(&err, 0, "second"); /* the first is freed: ASan's leak check proves it */
+  assert_string_equal(err->msg, "second");
+  gs_error_release(&err);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_make_error_appends_strerror_and_returns_minus_one),
+    cmocka_unit_test(test_make_error_with_status_zero_has_no_system_cause),
+    cmocka_unit_test(test_prepend_adds_context_and_keeps_status),
+    cmocka_unit_test(test_prepend_without_error_makes_one),
+    cmocka_unit_test(test_make_error_replaces_previous_error),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
