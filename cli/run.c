@@ -16,21 +16,31 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run-tenant.h"
 #include "sim-models.h"
 
 static const char run_usage[] =
-  "Usage: gpuslice run [--] COMMAND [ARGS...]\n"
+  "Usage: gpuslice run [OPTIONS] [--] COMMAND [ARGS...]\n"
   "\n"
-  "Runs COMMAND with the gpuslice interposer (libgpuslice.so) preloaded, so that COMMAND\n"
-  "and every process it starts load it. When GPUSLICE_SIM is set, the simulated NVIDIA\n"
-  "driver is put first on LD_LIBRARY_PATH as well.\n"
+  "Runs COMMAND, and every process it starts, as one tenant with the gpuslice interposer\n"
+  "(libgpuslice.so) preloaded. The tenant's device memory is held to --vram on every\n"
+  "allocation path. When GPUSLICE_SIM is set, the simulated NVIDIA driver is put first on\n"
+  "LD_LIBRARY_PATH as well.\n"
   "\n"
   "Options:\n"
-  "  -h, --help  Show this help and exit\n"
+  "  --vram SIZE             Device memory limit: bytes, K/M/G/T (x1000), Ki/Mi/Gi/Ti (x1024),\n"
+  "                          or a percentage of the device such as 25%\n"
+  "  --gpu N                 Apply --vram to GPU N only (CUDA ordinal); default: every GPU\n"
+  "  --name NAME             Tenant name (A-Z a-z 0-9 . _ -); default: run-<pid>\n"
+  "  --label KEY=VALUE       A label for the tenant; may be repeated\n"
+  "  --context-reserve SIZE  Memory charged for each CUDA context (default 0)\n"
+  "  -h, --help              Show this help and exit\n"
   "\n"
   "Environment set for COMMAND:\n"
-  "  LD_PRELOAD       <libdir>/libgpuslice.so, ahead of any existing value\n"
-  "  LD_LIBRARY_PATH  <libdir>/sim ahead of any existing value, only when GPUSLICE_SIM is set\n"
+  "  LD_PRELOAD          <libdir>/libgpuslice.so, ahead of any existing value\n"
+  "  LD_LIBRARY_PATH     <libdir>/sim ahead of any existing value, only when GPUSLICE_SIM is set\n"
+  "  GPUSLICE_TENANT     the tenant's name\n"
+  "  GPUSLICE_STATE_DIR  the state directory that holds the tenant's ledger\n"
   "\n"
   "Exit status: COMMAND's status; 128+N when COMMAND is killed by signal N; 127 when\n"
   "COMMAND cannot be run; 1 when gpuslice itself fails; 2 on a usage error.\n";
@@ -43,23 +53,50 @@ static void forward_signal(int sig)
     kill((pid_t) child_pid, sig);
 }
 
+/* Applies one tenant option. Returns -1 to go on, or the exit status of a usage error. */
+static int tenant_option(struct run_tenant *t, int c, const char *arg)
+{
+  switch (c) {
+  case 'v':
+    return run_tenant_set_vram(t, arg);
+  case 'g':
+    return run_tenant_set_gpu(t, arg);
+  case 'n':
+    return run_tenant_set_name(t, arg);
+  case 'l':
+    return run_tenant_add_label(t, arg);
+  case 'r':
+    return run_tenant_set_reserve(t, arg);
+  }
+  return -1;
+}
+
 /* Parses run's options. Returns -1 to go on, or the exit status to return now. */
-static int parse_options(int argc, char **argv)
+static int parse_options(int argc, char **argv, struct run_tenant *t)
 {
   static const struct option opts[] = {
     { "help", no_argument, NULL, 'h' },
+    { "vram", required_argument, NULL, 'v' },
+    { "gpu", required_argument, NULL, 'g' },
+    { "name", required_argument, NULL, 'n' },
+    { "label", required_argument, NULL, 'l' },
+    { "context-reserve", required_argument, NULL, 'r' },
     { NULL, 0, NULL, 0 },
   };
-  int c;
+  int c, r;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-    if (c != 'h')
+    if (c == 'h') {
+      fputs(run_usage, stdout);
+      return CLI_OK;
+    }
+    if (c == '?' || c == ':')
       return cli_bad_option("run", argv, c);
-    fputs(run_usage, stdout);
-    return CLI_OK;
+    if ((r = tenant_option(t, c, optarg)) >= 0)
+      return r;
   }
   if (optind >= argc)
-    return cli_usage_error("run", "missing command (usage: gpuslice run [--] COMMAND [ARGS...])");
+    return cli_usage_error("run", "missing command (usage: gpuslice run [OPTIONS] [--] COMMAND [ARGS...])");
   return -1;
 }
 
@@ -147,17 +184,43 @@ static void install_forwarding(void)
     sigaction(sigs[i], &sa, NULL);
 }
 
+/* How often the tenant's dead processes are looked for while the command runs: memory of a
+ * process killed with SIGKILL goes back to the tenant within this period. */
+#define REAP_PERIOD_NS 200000000L
+
+/* Waits for the child, reaping the tenant's dead processes as it goes. SIGCHLD is blocked by
+ * the caller, so sigtimedwait wakes as soon as the child ends. */
+static int supervise(pid_t pid, struct run_tenant *t)
+{
+  const struct timespec period = { 0, REAP_PERIOD_NS };
+  sigset_t chld;
+  int status;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid)
+      return cli_wait_status(status);
+    if (r < 0 && errno != EINTR) {
+      fprintf(stderr, "gpuslice: run: waitpid: %s\n", strerror(errno));
+      return CLI_FAILURE;
+    }
+    gs_ledger_reap(t->ledger);
+    sigtimedwait(&chld, NULL, &period);
+  }
+}
+
 /* Starts cmd and waits for it. The forwarded signals stay blocked from before fork until
  * the handler knows the child's pid, so none is lost and none goes to pid 0 (our group). */
-static int spawn_and_wait(char **cmd)
+static int spawn_and_wait(char **cmd, struct run_tenant *t)
 {
   sigset_t fwd, old;
-  int status;
 
   sigemptyset(&fwd);
   sigaddset(&fwd, SIGINT);
   sigaddset(&fwd, SIGTERM);
   sigaddset(&fwd, SIGHUP);
+  sigaddset(&fwd, SIGCHLD);
   sigprocmask(SIG_BLOCK, &fwd, &old);
   pid_t pid = fork();
   if (pid < 0) {
@@ -174,19 +237,16 @@ static int spawn_and_wait(char **cmd)
   }
   child_pid = pid;
   install_forwarding();
-  sigprocmask(SIG_SETMASK, &old, NULL);
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) {
-      fprintf(stderr, "gpuslice: run: waitpid: %s\n", strerror(errno));
-      return CLI_FAILURE;
-    }
-  return cli_wait_status(status);
+  sigdelset(&fwd, SIGCHLD);
+  sigprocmask(SIG_UNBLOCK, &fwd, NULL);
+  return supervise(pid, t);
 }
 
 int cli_run(int argc, char **argv)
 {
   gs_error_t err = NULL;
-  int r = parse_options(argc, argv);
+  struct run_tenant tenant = RUN_TENANT_INIT;
+  int r = parse_options(argc, argv, &tenant);
   if (r >= 0)
     return r;
 
@@ -195,5 +255,9 @@ int cli_run(int argc, char **argv)
     return r;
   if (setup_environment(sim, &err) < 0)
     return cli_fail("run", &err);
-  return spawn_and_wait(argv + optind);
+  if (run_tenant_create(&tenant, &err) < 0)
+    return cli_fail("run", &err);
+  r = spawn_and_wait(argv + optind, &tenant);
+  run_tenant_end(&tenant);
+  return r;
 }

@@ -1,0 +1,119 @@
+/* The tenant that `gpuslice run` creates for its command: the options that describe it
+ * (--vram, --gpu, --name, --label, --context-reserve), the ledger made from them, and the
+ * environment that tells the interposer which ledger to charge.
+ *
+ * Everything here is checked before anything starts: a bad value is a usage error, exit 2. */
+#include "run-tenant.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* --vram: bytes, or a percentage kept as millionths until a process knows the device size. */
+int run_tenant_set_vram(struct run_tenant *t, const char *arg)
+{
+  gs_error_t err = NULL;
+  size_t n = strlen(arg);
+  int rc = n && arg[n - 1] == '%' ? gs_parse_size(arg, 1000000, &t->vram_ppm, &err)
+                                  : gs_parse_size(arg, 0, &t->vram_bytes, &err);
+  if (rc < 0) {
+    int r = cli_usage_error("run", "--vram: %s", err->msg);
+    gs_error_release(&err);
+    return r;
+  }
+  t->vram_set = true;
+  return -1;
+}
+
+int run_tenant_set_gpu(struct run_tenant *t, const char *arg)
+{
+  char *end = NULL;
+  long g = strtol(arg, &end, 10);
+  if (!*arg || *end || g < 0 || g >= GS_LEDGER_MAX_GPUS)
+    return cli_usage_error("run", "--gpu: '%s' is not a GPU index (0..%d)", arg, GS_LEDGER_MAX_GPUS - 1);
+  t->gpu = (int) g;
+  return -1;
+}
+
+int run_tenant_set_reserve(struct run_tenant *t, const char *arg)
+{
+  gs_error_t err = NULL;
+  if (strcmp(arg, "0") == 0) {
+    t->context_reserve = 0;
+    return -1;
+  }
+  if (gs_parse_size(arg, 0, &t->context_reserve, &err) < 0) {
+    int r = cli_usage_error("run", "--context-reserve: %s", err->msg);
+    gs_error_release(&err);
+    return r;
+  }
+  return -1;
+}
+
+int run_tenant_set_name(struct run_tenant *t, const char *arg)
+{
+  if (!gs_ledger_name_valid(arg))
+    return cli_usage_error("run", "--name: '%s' is not a tenant name (1-63 of A-Z a-z 0-9 . _ -)", arg);
+  t->name = arg;
+  return -1;
+}
+
+/* --label k=v: k a label name as Prometheus allows, v any text without a newline. */
+int run_tenant_add_label(struct run_tenant *t, const char *arg)
+{
+  const char *eq = strchr(arg, '=');
+  bool ok = eq && eq > arg && !isdigit((unsigned char) arg[0]) && !strchr(arg, '\n');
+  for (const char *p = arg; ok && p < eq; p++)
+    ok = isalnum((unsigned char) *p) || *p == '_';
+  if (!ok)
+    return cli_usage_error("run", "--label: '%s' is not KEY=VALUE with KEY of A-Z a-z 0-9 _", arg);
+  size_t used = strlen(t->labels);
+  if (used + strlen(arg) + 2 > sizeof(t->labels))
+    return cli_usage_error("run", "--label: labels exceed %zu bytes", sizeof(t->labels) - 1);
+  snprintf(t->labels + used, sizeof(t->labels) - used, "%s\n", arg);
+  return -1;
+}
+
+static void fill_spec(const struct run_tenant *t, struct gs_ledger_spec *spec)
+{
+  memset(spec, 0, sizeof(*spec));
+  spec->name = t->name;
+  spec->labels = t->labels;
+  spec->context_reserve_bytes = t->context_reserve;
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
+    bool limited = t->vram_set && (t->gpu < 0 || t->gpu == g);
+    spec->limit_bytes[g] = limited && !t->vram_ppm ? t->vram_bytes : GS_LIMIT_NONE;
+    spec->limit_ppm[g] = limited ? (uint32_t) t->vram_ppm : 0;
+  }
+}
+
+int run_tenant_create(struct run_tenant *t, gs_error_t *err)
+{
+  struct gs_ledger_spec spec;
+  if (!t->name) {
+    snprintf(t->default_name, sizeof(t->default_name), "run-%d", (int) getpid());
+    t->name = t->default_name;
+  }
+  t->dir = gs_ledger_state_dir();
+  fill_spec(t, &spec);
+  if (gs_ledger_create(t->dir, &spec, &t->ledger, err) < 0)
+    return -1;
+  setenv("GPUSLICE_TENANT", t->name, 1);
+  setenv("GPUSLICE_STATE_DIR", t->dir, 1);
+  return 0;
+}
+
+void run_tenant_end(struct run_tenant *t)
+{
+  gs_error_t err = NULL;
+  if (!t->ledger)
+    return;
+  gs_ledger_detach(t->ledger);
+  t->ledger = NULL;
+  if (gs_ledger_remove(t->dir, t->name, &err) < 0) {
+    fprintf(stderr, "gpuslice: run: %s\n", err->msg);
+    gs_error_release(&err);
+  }
+}

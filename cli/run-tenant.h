@@ -1,0 +1,37 @@
+/* The tenant of `gpuslice run`: its options, its ledger, and the environment for the command.
+ * The setters return -1 when the value is good, or the exit status of a usage error. */
+#ifndef GS_CLI_RUN_TENANT_H
+#define GS_CLI_RUN_TENANT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cli.h"
+
+struct run_tenant {
+  const char *name;
+  char default_name[32];
+  bool vram_set;
+  uint64_t vram_bytes;
+  uint64_t vram_ppm;    /* non-zero when --vram was a percentage */
+  int gpu;              /* -1: the limit applies to every GPU */
+  uint64_t context_reserve;
+  char labels[GS_LEDGER_LABELS_MAX];
+  const char *dir;
+  struct gs_ledger *ledger;
+};
+
+#define RUN_TENANT_INIT { .gpu = -1 }
+
+int run_tenant_set_vram(struct run_tenant *t, const char *arg);
+int run_tenant_set_gpu(struct run_tenant *t, const char *arg);
+int run_tenant_set_reserve(struct run_tenant *t, const char *arg);
+int run_tenant_set_name(struct run_tenant *t, const char *arg);
+int run_tenant_add_label(struct run_tenant *t, const char *arg);
+
+/* Creates the ledger and sets GPUSLICE_TENANT and GPUSLICE_STATE_DIR. */
+int run_tenant_create(struct run_tenant *t, gs_error_t *err);
+/* Removes the ledger once the command has ended. */
+void run_tenant_end(struct run_tenant *t);
+
+#endif

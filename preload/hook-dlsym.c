@@ -1,0 +1,116 @@
+/* How applications find the hooks, whichever way they look a driver function up:
+ * - linked against libcuda: the dynamic linker finds the exported hook first (LD_PRELOAD);
+ * - dlopen + dlsym: the exported dlsym below hands out the hook for a hooked name;
+ * - cuGetProcAddress(_v2), as cudart, PyTorch, cuBLAS and NCCL do: the driver picks the entry
+ *   for the requested version and flags, and the hook with exactly that entry's ABI replaces
+ *   it. Entries gpuslice does not hook come back untouched, with no wrapper in between. */
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+#include "hooks.h"
+
+struct hook {
+  const char *name;
+  void *hook;  /* the interposer's function of that name */
+  void **real; /* where the driver's function of that name is resolved */
+  bool nvml;
+};
+
+#define CUDA_HOOK(n) { #n, (void *) n, (void **) &gs__cuda.n, false },
+#define NVML_HOOK(n) { #n, (void *) n, (void **) &gs__nvml.n, true },
+
+/* Keep in step with libgpuslice.lds: a test compares the two with the library's exports. */
+#define GS_CUDA_HOOKS(X)                                                                               \
+  X(cuGetProcAddress) X(cuGetProcAddress_v2) X(cuMemAlloc) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2)      \
+  X(cuMemAllocManaged) X(cuMemFree) X(cuMemFree_v2) X(cuMemGetInfo) X(cuMemGetInfo_v2)                 \
+  X(cuDeviceTotalMem_v2) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)         \
+  X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz) X(cuMemCreate) X(cuMemRelease) \
+  X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) X(cuMipmappedArrayCreate)                \
+  X(cuMipmappedArrayDestroy) X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)  \
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2)
+
+static const struct hook hooks[] = {
+  GS_CUDA_HOOKS(CUDA_HOOK)
+  NVML_HOOK(nvmlDeviceGetMemoryInfo)
+  NVML_HOOK(nvmlDeviceGetMemoryInfo_v2)
+};
+#define NHOOKS (sizeof(hooks) / sizeof(hooks[0]))
+
+static const struct hook *by_name(const char *name)
+{
+  for (size_t i = 0; i < NHOOKS; i++)
+    if (strcmp(hooks[i].name, name) == 0)
+      return &hooks[i];
+  return NULL;
+}
+
+void *gs__hook_for(void *real_fn)
+{
+  for (size_t i = 0; i < NHOOKS; i++)
+    if (!hooks[i].nvml && *hooks[i].real == real_fn)
+      return hooks[i].hook;
+  return real_fn;
+}
+
+/* The hook for name, once the library it belongs to is resolved, or NULL when name is not
+ * hooked or that library lacks it (then the caller must see what the library says). */
+static void *hook_named(const char *name)
+{
+  if (strncmp(name, "cu", 2) != 0 && strncmp(name, "nvml", 4) != 0)
+    return NULL;
+  const struct hook *h = by_name(name);
+  if (!h)
+    return NULL;
+  if (h->nvml)
+    gs__nvml_resolve();
+  else
+    gs__cuda_resolve();
+  return *h->real ? h->hook : NULL;
+}
+
+/* glibc resolves RTLD_NEXT relative to its caller, which after forwarding would be the
+ * interposer. Search the objects loaded after the real caller instead, and return the first
+ * definition that lies in one of them. */
+static void *next_after(const void *caller, const char *name)
+{
+  Dl_info info;
+  struct link_map *lm = NULL;
+  if (!dladdr1(caller, &info, (void **) &lm, RTLD_DL_LINKMAP) || !lm)
+    return NULL;
+  for (struct link_map *l = lm->l_next; l; l = l->l_next) {
+    void *sym = gs__real_dlsym(l, name);
+    Dl_info where;
+    /* dlsym on an object also searches its dependencies: keep only its own definitions. */
+    if (sym && dladdr(sym, &where) && where.dli_fname && l->l_name && strcmp(where.dli_fname, l->l_name) == 0)
+      return sym;
+  }
+  return NULL;
+}
+
+GS_HOOK void *dlsym(void *handle, const char *name)
+{
+  if (handle == RTLD_NEXT)
+    return next_after(__builtin_return_address(0), name);
+  void *h = hook_named(name);
+  return h ? h : gs__real_dlsym(handle, name);
+}
+
+GS_HOOK CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                     CUdriverProcAddressQueryResult *status)
+{
+  GS_REAL_OR_FAIL(cuGetProcAddress_v2);
+  CUresult rc = gs__cuda.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, status);
+  if (rc == CUDA_SUCCESS && pfn && *pfn)
+    *pfn = gs__hook_for(*pfn);
+  return rc;
+}
+
+GS_HOOK CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+  GS_REAL_OR_FAIL(cuGetProcAddress);
+  CUresult rc = gs__cuda.cuGetProcAddress(symbol, pfn, cudaVersion, flags);
+  if (rc == CUDA_SUCCESS && pfn && *pfn)
+    *pfn = gs__hook_for(*pfn);
+  return rc;
+}

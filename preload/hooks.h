@@ -1,0 +1,55 @@
+/* What every hook file shares: the export marker and the helpers that settle an allocation
+ * once the driver has answered. Each hook-*.c holds the hooks of one API area. */
+#ifndef GS_PRELOAD_HOOKS_H
+#define GS_PRELOAD_HOOKS_H
+
+#include <stdint.h>
+
+#include "real.h"
+#include "tenant.h"
+
+/* Marks a function the interposer exports. libgpuslice.lds must list it too. */
+#define GS_HOOK __attribute__((visibility("default")))
+
+/* The driver lacks the function: the answer the real driver gives for an unknown entry. */
+#define GS_REAL_OR_FAIL(fn)          \
+  do {                               \
+    gs__cuda_resolve();              \
+    if (!gs__cuda.fn)                \
+      return CUDA_ERROR_NOT_FOUND;   \
+  } while (0)
+
+/* Completes "charge, then allocate": on a driver failure the charge goes back; on success the
+ * allocation is remembered so that its free can give the charge back. If even that fails (no
+ * memory for the map), undo frees what the driver made and the caller sees OUT_OF_MEMORY. */
+static inline CUresult gs__settle(CUresult rc, enum gs_map map, uint64_t key, uint64_t bytes, int gpu,
+                                  void (*undo)(uint64_t key))
+{
+  if (rc != CUDA_SUCCESS) {
+    gs__uncharge(gpu, bytes);
+    return rc;
+  }
+  if (gs__remember(map, key, bytes, gpu))
+    return CUDA_SUCCESS;
+  undo(key);
+  gs__uncharge(gpu, bytes);
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Completes a free: the charge was given back before the driver was called (so that a
+ * concurrent allocation reusing the address can never lose its own entry); if the driver
+ * refuses the free, the memory is still held and the charge is put back. */
+static inline CUresult gs__settle_free(CUresult rc, enum gs_map map, uint64_t key, bool ours, uint64_t charge)
+{
+  if (rc != CUDA_SUCCESS && ours) {
+    gs__charge_force(GS_CHARGE_GPU(charge), GS_CHARGE_BYTES(charge));
+    gs__remember(map, key, GS_CHARGE_BYTES(charge), GS_CHARGE_GPU(charge));
+  }
+  return rc;
+}
+
+/* Maps a pointer the real driver handed out to the hook with the same ABI, or returns it
+ * unchanged when gpuslice does not hook that function. */
+void *gs__hook_for(void *real_fn);
+
+#endif

@@ -1,0 +1,198 @@
+/* The interposer's tenant state: attaching to the ledger named by the environment, the
+ * process's slot, and charging. See tenant.h.
+ *
+ * The fast path of gs__charge is one compare-and-swap on the tenant's usage plus one add on
+ * the process's slot; the slow path (reaping dead processes, logging a refusal) only runs
+ * when the limit is reached. */
+#include "tenant.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "gpuslice.h"
+#include "gs-proc.h"
+#include "real.h"
+
+static struct {
+  struct gs_ledger *ledger;
+  bool failed; /* GPUSLICE_TENANT is set but its ledger could not be attached */
+  _Atomic(struct gs_ledger_proc *) slot;
+  struct gs_ptrmap maps[GS_MAP_COUNT];
+  _Atomic bool resolved[GS_LEDGER_MAX_GPUS];
+  atomic_bool refusal_logged;
+} T;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool maps_init(void)
+{
+  for (int i = 0; i < GS_MAP_COUNT; i++)
+    if (gs_ptrmap_init(&T.maps[i], 1024) < 0)
+      return false;
+  return true;
+}
+
+/* After fork the child is a new process for the driver: the parent's allocations are not its
+ * own, and it needs a slot of its own. */
+static void after_fork_in_child(void)
+{
+  atomic_store(&T.slot, NULL);
+  for (int i = 0; i < GS_MAP_COUNT; i++) {
+    gs_ptrmap_destroy(&T.maps[i]);
+    gs_ptrmap_init(&T.maps[i], 1024);
+  }
+  pthread_mutex_init(&slot_lock, NULL);
+}
+
+static void attach(void)
+{
+  const char *name = gs_getenv_nonempty("GPUSLICE_TENANT");
+  gs_error_t err = NULL;
+  gs_log_init_from_env();
+  if (!name)
+    return;
+  if (!maps_init() || gs_ledger_attach(gs_ledger_state_dir(), name, &T.ledger, &err) < 0) {
+    GS_LOG(GS_LOG_ERROR, "tenant '%s': %s; GPU allocations will be refused", name,
+           err ? err->msg : "out of memory");
+    gs_error_release(&err);
+    T.failed = true;
+    return;
+  }
+  pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
+static inline struct gs_ledger *ledger(void)
+{
+  pthread_once(&once, attach);
+  return T.ledger;
+}
+
+bool gs__tenant_active(void)
+{
+  return ledger() != NULL;
+}
+
+static struct gs_ledger_proc *slot(void)
+{
+  struct gs_ledger_proc *p = atomic_load_explicit(&T.slot, memory_order_acquire);
+  if (__builtin_expect(p != NULL, 1))
+    return p;
+  pthread_mutex_lock(&slot_lock);
+  p = atomic_load(&T.slot);
+  if (!p) {
+    p = gs_ledger_claim(T.ledger, getpid(), gs_proc_start_time(getpid()));
+    if (!p)
+      GS_LOG(GS_LOG_ERROR, "tenant '%s': all %d process slots are taken", T.ledger->name, GS_LEDGER_MAX_PROCS);
+    atomic_store(&T.slot, p);
+  }
+  pthread_mutex_unlock(&slot_lock);
+  return p;
+}
+
+/* A percentage limit becomes bytes once this process knows the device's size. */
+static void resolve_limit(int gpu)
+{
+  size_t total = 0;
+  CUdevice dev;
+  if (atomic_load_explicit(&T.resolved[gpu], memory_order_relaxed))
+    return;
+  gs__cuda_resolve();
+  if (gs__cuda.cuDeviceGet && gs__cuda.cuDeviceGet(&dev, gpu) == CUDA_SUCCESS && gs__cuda.cuDeviceTotalMem_v2 &&
+      gs__cuda.cuDeviceTotalMem_v2(&total, dev) == CUDA_SUCCESS)
+    gs_ledger_limit(T.ledger, gpu, total);
+  atomic_store(&T.resolved[gpu], true);
+}
+
+static void log_refusal(int gpu, uint64_t bytes, const char *what)
+{
+  if (atomic_exchange(&T.refusal_logged, true))
+    return;
+  struct gs_ledger_gpu *g = &T.ledger->gpu[gpu];
+  GS_LOG(GS_LOG_ERROR, "tenant '%s': %s of %llu bytes on GPU %d refused: %llu of %llu bytes in use",
+         T.ledger->name, what, (unsigned long long) bytes, gpu, (unsigned long long) atomic_load(&g->used_bytes),
+         (unsigned long long) atomic_load(&g->limit_bytes));
+}
+
+CUresult gs__charge(int gpu, uint64_t bytes, const char *what)
+{
+  struct gs_ledger *l = ledger();
+  if (!l)
+    return T.failed ? CUDA_ERROR_NOT_PERMITTED : CUDA_SUCCESS;
+  if (gpu < 0 || gpu >= GS_LEDGER_MAX_GPUS)
+    return CUDA_SUCCESS; /* beyond what the ledger tracks; see docs/limits */
+  struct gs_ledger_proc *p = slot();
+  if (!p)
+    return CUDA_ERROR_NOT_PERMITTED;
+  resolve_limit(gpu);
+  if (gs_ledger_reserve(l, p, gpu, bytes) == 0)
+    return CUDA_SUCCESS;
+  /* At the limit: memory held by the tenant's dead processes may be what is missing. */
+  if (gs_ledger_reap(l) > 0 && gs_ledger_reserve(l, p, gpu, bytes) == 0)
+    return CUDA_SUCCESS;
+  log_refusal(gpu, bytes, what);
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+void gs__charge_force(int gpu, uint64_t bytes)
+{
+  struct gs_ledger_proc *p;
+  if (!ledger() || gpu < 0 || gpu >= GS_LEDGER_MAX_GPUS || !(p = slot()))
+    return;
+  atomic_fetch_add(&p->used[gpu], bytes);
+  atomic_fetch_add(&T.ledger->gpu[gpu].used_bytes, bytes);
+}
+
+void gs__uncharge(int gpu, uint64_t bytes)
+{
+  struct gs_ledger_proc *p;
+  if (!ledger() || gpu < 0 || gpu >= GS_LEDGER_MAX_GPUS || !(p = slot()))
+    return;
+  gs_ledger_release(T.ledger, p, gpu, bytes);
+}
+
+bool gs__remember(enum gs_map map, uint64_t key, uint64_t bytes, int gpu)
+{
+  if (!ledger() || gpu < 0 || gpu >= GS_LEDGER_MAX_GPUS)
+    return true; /* nothing was charged, so there is nothing to remember */
+  return gs_ptrmap_put(&T.maps[map], key, GS_CHARGE(bytes, gpu)) == 0;
+}
+
+bool gs__forget(enum gs_map map, uint64_t key, uint64_t *charge)
+{
+  uint64_t v;
+  if (!ledger() || !gs_ptrmap_take(&T.maps[map], key, &v))
+    return false;
+  gs__uncharge(GS_CHARGE_GPU(v), GS_CHARGE_BYTES(v));
+  if (charge)
+    *charge = v;
+  return true;
+}
+
+int gs__current_gpu(void)
+{
+  CUdevice dev;
+  gs__cuda_resolve();
+  if (!gs__cuda.cuCtxGetDevice || gs__cuda.cuCtxGetDevice(&dev) != CUDA_SUCCESS)
+    return -1;
+  return dev;
+}
+
+bool gs__limit(int gpu, uint64_t *limit, uint64_t *used)
+{
+  struct gs_ledger *l = ledger();
+  if (!l || gpu < 0 || gpu >= GS_LEDGER_MAX_GPUS)
+    return false;
+  resolve_limit(gpu);
+  *limit = atomic_load(&l->gpu[gpu].limit_bytes);
+  *used = atomic_load(&l->gpu[gpu].used_bytes);
+  return *limit != GS_LIMIT_NONE;
+}
+
+uint64_t gs__context_reserve(void)
+{
+  struct gs_ledger *l = ledger();
+  return l ? l->context_reserve_bytes : 0;
+}

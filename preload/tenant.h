@@ -1,0 +1,57 @@
+/* The tenant as the interposer sees it: which ledger this process charges, its slot there,
+ * and the maps from what the driver handed out (pointers, handles, arrays, contexts) to what
+ * was charged for it.
+ *
+ * Without GPUSLICE_TENANT the process is no tenant: nothing is charged and every hook
+ * passes straight through. With it, but with a ledger that cannot be read, allocations are
+ * refused (CUDA_ERROR_NOT_PERMITTED) rather than left unlimited, and the reason is logged once. */
+#ifndef GS_PRELOAD_TENANT_H
+#define GS_PRELOAD_TENANT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gs-cuda.h"
+#include "gs-ledger.h"
+#include "gs-ptrmap.h"
+
+/* What a map entry records: the bytes charged and the GPU, packed in one word. */
+#define GS_CHARGE(bytes, gpu) (((uint64_t) (gpu) << 56) | (bytes))
+#define GS_CHARGE_BYTES(v) ((v) & ((1ULL << 56) - 1))
+#define GS_CHARGE_GPU(v) ((int) ((v) >> 56))
+
+enum gs_map {
+  GS_MAP_PTR,    /* device pointers: cuMemAlloc*, managed, async */
+  GS_MAP_HANDLE, /* VMM allocation handles */
+  GS_MAP_ARRAY,  /* arrays and mipmapped arrays */
+  GS_MAP_CTX,    /* contexts made with cuCtxCreate */
+  GS_MAP_COUNT
+};
+
+/* True when this process belongs to a tenant whose ledger is attached. */
+bool gs__tenant_active(void);
+
+/* Charges bytes on gpu to the tenant before the driver is asked for them. CUDA_SUCCESS, or
+ * CUDA_ERROR_OUT_OF_MEMORY past the limit (logged once), or CUDA_ERROR_NOT_PERMITTED when the
+ * ledger is unreadable. Always succeeds when the process is no tenant. */
+CUresult gs__charge(int gpu, uint64_t bytes, const char *what);
+/* Charges without checking the limit: for putting back what a failed free had released. */
+void gs__charge_force(int gpu, uint64_t bytes);
+void gs__uncharge(int gpu, uint64_t bytes);
+
+/* Records what was charged for key; on failure (no memory for the map) returns false and the
+ * caller undoes the allocation. */
+bool gs__remember(enum gs_map map, uint64_t key, uint64_t bytes, int gpu);
+/* Forgets key and gives back its charge. False when gpuslice never charged for it. */
+bool gs__forget(enum gs_map map, uint64_t key, uint64_t *charge);
+
+/* The GPU the calling thread's current context is on, or -1. */
+int gs__current_gpu(void);
+
+/* Bytes each CUDA context is charged; 0 when the process is no tenant. */
+uint64_t gs__context_reserve(void);
+
+/* The tenant's limit and usage on gpu. False when gpu is not limited. */
+bool gs__limit(int gpu, uint64_t *limit, uint64_t *used);
+
+#endif
