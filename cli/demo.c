@@ -2,8 +2,9 @@
  * and a table shows what each one measured it got. Without an NVIDIA driver the demo uses
  * the simulated GPU with state private to this run.
  *
- * At this stage gpuslice limits nothing, and the table shows it: the busiest workload takes
- * what it wants. The demo prints only what the workloads measured and reported. */
+ * Each tenant has a memory limit (--vram), and one of them grows until gpuslice refuses it.
+ * Compute shares come with a later issue: the busiest workload still takes the GPU time it
+ * wants, and the table shows that too. The demo prints only what the workloads reported. */
 #include "cli.h"
 
 #include <dirent.h>
@@ -33,8 +34,9 @@ extern char **environ;
 static const char demo_usage[] =
   "Usage: gpuslice demo [--seconds N]\n"
   "\n"
-  "Runs three workloads side by side on one GPU, each under 'gpuslice run', and shows the\n"
-  "memory each held and the GPU time each got. Without an NVIDIA driver (and without\n"
+  "Runs three workloads side by side on one GPU, each under 'gpuslice run' with its own\n"
+  "memory limit, and shows the memory each held and the GPU time each got. One of them\n"
+  "allocates until gpuslice refuses it at its limit. Without an NVIDIA driver (and without\n"
   "GPUSLICE_SIM) it uses a simulated H100 80GB, private to this run.\n"
   "\n"
   "Options:\n"
@@ -46,19 +48,20 @@ static const char demo_usage[] =
 struct tenant {
   const char *name;
   const char *role;       /* what it does, for the table */
-  const char *mode;       /* gpusim-workload's mode: busy or hold */
+  const char *mode;       /* gpusim-workload's mode: busy, or alloc-until-oom */
   double duty;            /* busy: the fraction of the time it launches kernels */
-  uint64_t hold_bytes;
+  uint64_t hold_bytes;    /* busy: what it holds; alloc-until-oom: the size of each chunk */
+  uint64_t vram;          /* its limit, `gpuslice run --vram` */
   pid_t pid;
-  int in_fd, out_fd, err_fd; /* in_fd: our end of a hold tenant's stdin, or -1 */
+  int out_fd, err_fd;
   int status;                /* exit status as a shell reports it, -1 when it hung */
   json_t *result;            /* its JSON lines with a "mode", merged */
 };
 
 static struct tenant tenants[] = {
-  { "training", "busy, wants 100% of GPU", "busy", 1.0, 40 * GIB, -1, -1, -1, -1, -1, NULL },
-  { "inference", "busy, wants 30% of GPU", "busy", 0.3, 16 * GIB, -1, -1, -1, -1, -1, NULL },
-  { "notebook", "idle, holds memory", "hold", 0.0, 8 * GIB, -1, -1, -1, -1, -1, NULL },
+  { "training", "busy, wants 100% of GPU", "busy", 1.0, 40 * GIB, 48 * GIB, -1, -1, -1, -1, NULL },
+  { "inference", "busy, wants 30% of GPU", "busy", 0.3, 16 * GIB, 20 * GIB, -1, -1, -1, -1, NULL },
+  { "notebook", "allocates all it can", "alloc-until-oom", 0.0, 1 * GIB, 8 * GIB, -1, -1, -1, -1, NULL },
 };
 #define NTENANTS (sizeof(tenants) / sizeof(tenants[0]))
 
@@ -92,10 +95,16 @@ static int parse_options(int argc, char **argv, double *seconds)
   return -1;
 }
 
-/* Chooses the GPU: the user's GPUSLICE_SIM, else a real driver, else a simulated H100 with
- * state in a fresh directory (*state_dir, removed at the end). */
+/* Chooses the GPU: the user's GPUSLICE_SIM, else a real driver, else a simulated H100. The
+ * tenants' ledgers, and the simulator's state when the demo picks the simulator, go in a
+ * fresh directory (*state_dir, removed at the end), so demos never meet other tenants. */
 static int choose_device(char **state_dir, gs_error_t *err)
 {
+  char dir[] = "/tmp/gpuslice-demo-XXXXXX";
+  if (!mkdtemp(dir))
+    return gs_make_error(err, errno, "creating a directory for the demo's state");
+  *state_dir = xstrdup(dir);
+  setenv("GPUSLICE_STATE_DIR", dir, 1);
   if (gs_getenv_nonempty("GPUSLICE_SIM")) {
     printf("Using the simulated GPU set in GPUSLICE_SIM (%s).\n", gs_getenv("GPUSLICE_SIM"));
     return 0;
@@ -106,25 +115,23 @@ static int choose_device(char **state_dir, gs_error_t *err)
     printf("Using the NVIDIA driver on this machine.\n");
     return 0;
   }
-  char dir[] = "/tmp/gpuslice-demo-XXXXXX";
-  if (!mkdtemp(dir))
-    return gs_make_error(err, errno, "creating a directory for the simulated GPU");
-  *state_dir = xstrdup(dir);
   setenv("GPUSLICE_SIM", SIM_SPEC, 1);
   setenv("GPUSIM_STATE_DIR", dir, 1);
   printf("No NVIDIA driver found: using a simulated H100 80GB (GPUSLICE_SIM=%s).\n", SIM_SPEC);
   return 0;
 }
 
-/* Removes the simulator's state directory; it holds plain files only. */
+/* Removes the demo's state directory: the simulator's state file, and the tenants/ directory
+ * that `gpuslice run` emptied of ledgers as each tenant ended. */
 static void remove_state_dir(const char *path)
 {
   DIR *d = opendir(path);
   struct dirent *e;
   if (d) {
     while ((e = readdir(d)))
-      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-        unlinkat(dirfd(d), e->d_name, 0);
+      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+          unlinkat(dirfd(d), e->d_name, 0) < 0 && errno == EISDIR)
+        unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
     closedir(d);
   }
   if (rmdir(path) < 0)
@@ -133,7 +140,7 @@ static void remove_state_dir(const char *path)
 
 /* An argument list of owned strings; execve wants `char *const[]`, not const strings. */
 struct arglist {
-  char *v[16];
+  char *v[32];
   int n;
 };
 
@@ -141,6 +148,8 @@ static void arg_add(struct arglist *a, const char *fmt, ...) __attribute__((form
 static void arg_add(struct arglist *a, const char *fmt, ...)
 {
   va_list ap;
+  if (a->n + 1 >= (int) (sizeof(a->v) / sizeof(a->v[0])))
+    abort(); /* a programming error: the demo's command lines are fixed */
   va_start(ap, fmt);
   xvasprintf(&a->v[a->n], fmt, ap);
   va_end(ap);
@@ -161,11 +170,15 @@ static void tenant_argv(const struct tenant *t, const struct gs_paths *paths, do
   a->n = 0;
   arg_add(a, "%s", paths->exe);
   arg_add(a, "run");
+  arg_add(a, "--name");
+  arg_add(a, "%s", t->name);
+  arg_add(a, "--vram");
+  arg_add(a, "%llu", (unsigned long long) t->vram);
   arg_add(a, "--");
   arg_add(a, "%s", paths->workload);
   arg_add(a, "%s", t->mode);
-  if (strcmp(t->mode, "hold") == 0) {
-    arg_add(a, "--bytes");
+  if (strcmp(t->mode, "busy") != 0) {
+    arg_add(a, "--chunk");
     arg_add(a, "%llu", bytes);
     return;
   }
@@ -179,25 +192,16 @@ static void tenant_argv(const struct tenant *t, const struct gs_paths *paths, do
   arg_add(a, "%llu", bytes);
 }
 
-/* Opens the tenant's standard streams: output into anonymous files we read afterwards
- * (no pipe to drain while waiting), and for a hold tenant a pipe whose end we close to
- * tell it to let go. *child_in receives the descriptor for the child's stdin. */
+/* Opens the tenant's standard streams: output into anonymous files we read afterwards (no
+ * pipe to drain while waiting), input from /dev/null. *child_in receives the stdin descriptor. */
 static int tenant_streams(struct tenant *t, int *child_in, gs_error_t *err)
 {
-  int p[2];
   t->out_fd = memfd_create("stdout", MFD_CLOEXEC);
   t->err_fd = memfd_create("stderr", MFD_CLOEXEC);
   if (t->out_fd < 0 || t->err_fd < 0)
     return gs_make_error(err, errno, "%s: memfd_create", t->name);
-  if (strcmp(t->mode, "hold") != 0) {
-    *child_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    return *child_in < 0 ? gs_make_error(err, errno, "open /dev/null") : 0;
-  }
-  if (pipe2(p, O_CLOEXEC) < 0)
-    return gs_make_error(err, errno, "%s: pipe", t->name);
-  *child_in = p[0];
-  t->in_fd = p[1];
-  return 0;
+  *child_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return *child_in < 0 ? gs_make_error(err, errno, "open /dev/null") : 0;
 }
 
 static int tenant_start(struct tenant *t, const struct gs_paths *paths, double seconds, gs_error_t *err)
@@ -326,17 +330,12 @@ static double result_number(const struct tenant *t, const char *key)
   return json_number_value(json_object_get(t->result, key));
 }
 
-/* Memory the tenant held: what it reported, or else what it was told to hold, which a
+/* Memory the tenant held: what it reported, or else what it was told to hold, which a busy
  * workload that exits 0 did allocate (it fails when an allocation fails). */
 static uint64_t held_bytes(const struct tenant *t)
 {
-  static const char *const keys[] = { "allocated_bytes", "held_bytes", "hold_bytes" };
-  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-    json_t *v = json_object_get(t->result, keys[i]);
-    if (json_is_integer(v))
-      return (uint64_t) json_integer_value(v);
-  }
-  return t->hold_bytes;
+  json_t *v = json_object_get(t->result, "allocated_bytes");
+  return json_is_integer(v) ? (uint64_t) json_integer_value(v) : t->hold_bytes;
 }
 
 /* Device time the tenant's kernels occupied: kernels completed times the duration each
@@ -349,10 +348,12 @@ static double gpu_seconds(const struct tenant *t)
 
 static void print_table(void)
 {
-  printf("\n%-10s %-24s %12s %9s %10s\n", "tenant", "workload", "memory held", "GPU time", "GPU share");
+  printf("\n%-10s %-24s %9s %12s %9s %10s\n", "tenant", "workload", "limit", "memory held", "GPU time",
+         "GPU share");
   for (size_t i = 0; i < NTENANTS; i++) {
     const struct tenant *t = &tenants[i];
-    char mem[32], got[32] = "-", share[32] = "-";
+    char lim[32], mem[32], got[32] = "-", share[32] = "-";
+    snprintf(lim, sizeof(lim), "%.0f GiB", (double) t->vram / (double) GIB);
     snprintf(mem, sizeof(mem), "%.1f GiB", (double) held_bytes(t) / (double) GIB);
     if (strcmp(t->mode, "busy") == 0) {
       double wall = result_number(t, "wall_seconds");
@@ -360,15 +361,17 @@ static void print_table(void)
       if (wall > 0)
         snprintf(share, sizeof(share), "%.0f%%", 100.0 * gpu_seconds(t) / wall);
     }
-    printf("%-10s %-24s %12s %9s %10s\n", t->name, t->role, mem, got, share);
+    printf("%-10s %-24s %9s %12s %9s %10s\n", t->name, t->role, lim, mem, got, share);
   }
   printf("\nGPU time: kernels completed x %d ms each. GPU share: GPU time / the workload's run time.\n"
-         "Nothing limits any tenant yet: gpuslice only passes calls through, so the first workload\n"
-         "takes what it wants. Per-tenant limits (--vram, --compute) arrive with later issues.\n",
-         DEMO_KERNEL_US / 1000);
+         "Memory limits (--vram) hold on every allocation path: the notebook kept allocating\n"
+         "1 GiB chunks and was refused at its limit (%s).\n"
+         "Compute shares (--compute) arrive with a later issue: until then the busiest workload\n"
+         "takes the GPU time it wants.\n",
+         DEMO_KERNEL_US / 1000, json_string_value(json_object_get(tenants[2].result, "stopped_by")));
 }
 
-/* Starts every tenant, waits for the busy ones, then lets the idle one go. */
+/* Starts every tenant and waits for them all. */
 static int run_tenants(const struct gs_paths *paths, double seconds, gs_error_t *err)
 {
   for (size_t i = 0; i < NTENANTS; i++)
@@ -376,14 +379,7 @@ static int run_tenants(const struct gs_paths *paths, double seconds, gs_error_t 
       return -1;
   uint64_t deadline = now_ns() + (uint64_t) ((seconds + 60) * 1e9);
   for (size_t i = 0; i < NTENANTS; i++)
-    if (tenants[i].in_fd < 0)
-      tenant_wait(&tenants[i], deadline);
-  for (size_t i = 0; i < NTENANTS; i++)
-    if (tenants[i].in_fd >= 0) {
-      close(tenants[i].in_fd); /* end of input: the hold workload frees its memory and exits */
-      tenants[i].in_fd = -1;
-      tenant_wait(&tenants[i], now_ns() + 15000000000ULL);
-    }
+    tenant_wait(&tenants[i], deadline);
   return 0;
 }
 
@@ -393,8 +389,6 @@ static void tenants_release(void)
     struct tenant *t = &tenants[i];
     if (t->pid > 0)
       tenant_wait(t, 0);
-    if (t->in_fd >= 0)
-      close(t->in_fd);
     if (t->out_fd >= 0)
       close(t->out_fd);
     if (t->err_fd >= 0)

@@ -1,4 +1,4 @@
-"""`gpuslice demo`: three workloads on one (simulated) GPU, a table of what each got."""
+"""`gpuslice demo`: three workloads with memory limits on one (simulated) GPU, a table of what each got."""
 import os
 import re
 
@@ -17,15 +17,17 @@ def demo_env():
     return {k: v for k, v in os.environ.items() if k not in ("GPUSLICE_SIM", "GPUSIM_STATE_DIR")}
 
 
-def rows(stdout):
-    """tenant -> (memory GiB, GPU seconds or None, share percent or None)."""
+def rows(stdout, with_limit=False):
+    """tenant -> (memory GiB, GPU seconds or None, share percent or None[, limit GiB])."""
     out = {}
     for line in stdout.splitlines():
-        m = re.match(r"(training|inference|notebook)\s.*?([\d.]+) GiB\s+(-|[\d.]+ s)\s+(-|[\d.]+%)$", line)
+        m = re.match(r"(training|inference|notebook)\s.*?([\d.]+) GiB\s+([\d.]+) GiB\s+(-|[\d.]+ s)\s+(-|[\d.]+%)$",
+                     line)
         if m:
-            got = float(m.group(3).split()[0]) if m.group(3) != "-" else None
-            share = float(m.group(4).rstrip("%")) if m.group(4) != "-" else None
-            out[m.group(1)] = (float(m.group(2)), got, share)
+            got = float(m.group(4).split()[0]) if m.group(4) != "-" else None
+            share = float(m.group(5).rstrip("%")) if m.group(5) != "-" else None
+            row = (float(m.group(3)), got, share)
+            out[m.group(1)] = row + (float(m.group(2)),) if with_limit else row
     return out
 
 
@@ -54,7 +56,7 @@ def test_demo_training_gets_larger_share_than_inference(demo_run):
     assert table["training"][1] > table["inference"][1] > 0, demo_run.stdout
 
 
-def test_demo_idle_notebook_gets_no_gpu_time_column(demo_run):
+def test_demo_notebook_runs_no_kernels_so_has_no_gpu_time(demo_run):
     assert rows(demo_run.stdout)["notebook"][1:] == (None, None)
 
 
@@ -66,7 +68,20 @@ def test_demo_removes_its_simulator_state(demo_run):
     assert demo_run.new_dirs == set()
 
 
-def test_demo_says_limits_arrive_later(demo_run):
+def test_demo_notebook_is_held_to_its_memory_limit(demo_run):
+    """The notebook allocates until refused: it must end exactly at its limit, no further."""
+    table = rows(demo_run.stdout, with_limit=True)
+    mem, _, _, limit = table["notebook"]
+    assert limit == 8 and mem == limit, demo_run.stdout
+    assert "CUDA_ERROR_OUT_OF_MEMORY" in demo_run.stdout
+
+
+def test_demo_every_workload_stays_within_its_limit(demo_run):
+    for name, (mem, _, _, limit) in rows(demo_run.stdout, with_limit=True).items():
+        assert 0 < mem <= limit, (name, demo_run.stdout)
+
+
+def test_demo_says_compute_shares_arrive_later(demo_run):
     assert "--vram" in demo_run.stdout and "--compute" in demo_run.stdout
 
 
