@@ -11,6 +11,12 @@
 
 static _Atomic int primary_refs[GS_LEDGER_MAX_GPUS];
 
+void gs__ctx_after_fork(void)
+{
+  for (int i = 0; i < GS_LEDGER_MAX_GPUS; i++)
+    atomic_store(&primary_refs[i], 0);
+}
+
 static void undo_destroy(uint64_t ctx)
 {
   gs__cuda.cuCtxDestroy_v2((CUcontext) (uintptr_t) ctx);

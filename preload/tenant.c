@@ -45,6 +45,7 @@ static void after_fork_in_child(void)
     gs_ptrmap_init(&T.maps[i], 1024);
   }
   pthread_mutex_init(&slot_lock, NULL);
+  gs__ctx_after_fork();
 }
 
 static void attach(void)

@@ -48,6 +48,9 @@ bool gs__forget(enum gs_map map, uint64_t key, uint64_t *charge);
 /* The GPU the calling thread's current context is on, or -1. */
 int gs__current_gpu(void);
 
+/* Forgets the primary contexts counted so far: a forked child has none of its own. */
+void gs__ctx_after_fork(void);
+
 /* Bytes each CUDA context is charged; 0 when the process is no tenant. */
 uint64_t gs__context_reserve(void);
 
