@@ -1,0 +1,54 @@
+/* Internal interfaces of gs-bench-interposer: the device it works on and the timed
+ * operations (bench-ops.c), and the options and output (bench-interposer.c).
+ *
+ * The program measures driver calls from the caller's side, so that the same binary gives
+ * the baseline (the driver called directly) and the interposed figure (run under
+ * `gpuslice run`, with libgpuslice.so preloaded); run-interposer.py compares the two. */
+#ifndef GS_BENCH_H
+#define GS_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gs-cuda.h"
+
+struct bench_opts {
+  unsigned rounds;       /* timed samples per operation */
+  unsigned launch_batch; /* launches per sample; the stream is synchronized between samples */
+  unsigned pair_batch;   /* alloc+free pairs per sample */
+  size_t alloc_bytes;    /* size of every allocation, live or timed */
+  size_t live[8];        /* live allocation counts to measure the pair at */
+  unsigned nlive;
+};
+
+/* One operation's samples: each is the mean cost of one call over a batch, in ns. */
+struct bench_result {
+  char op[48];
+  unsigned calls_per_sample;
+  unsigned nsamples;
+  double *ns; /* nsamples entries, owned */
+  long vmas;  /* mappings in the process while the samples were taken; -1 if unknown */
+};
+
+/* Opens device 0's primary context, a stream and the sim_busy kernel. Returns 0, or -1
+ * after printing one line. */
+int bench_gpu_open(void);
+void bench_gpu_close(void);
+
+/* The timed operations. Each fills r (r->ns allocated) and returns 0, or -1 after printing
+ * one line. */
+int bench_launch(const struct bench_opts *o, struct bench_result *r);
+int bench_launch_procaddr(const struct bench_opts *o, struct bench_result *r);
+int bench_alloc_free(const struct bench_opts *o, size_t live, struct bench_result *r);
+
+/* Prints "gs-bench-interposer: <what>: <CUresult name> (<code>)" and returns -1. */
+int bench_cu_fail(const char *what, CUresult rc);
+
+#define BENCH_TRY(call, what)          \
+  do {                                 \
+    CUresult bench_rc_ = (call);       \
+    if (bench_rc_ != CUDA_SUCCESS)     \
+      return bench_cu_fail(what, bench_rc_); \
+  } while (0)
+
+#endif
