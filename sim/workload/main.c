@@ -36,6 +36,12 @@ static int opts_check(const struct wl_opts *o)
 
   if (strcmp(m, "alloc-until-oom") == 0 && o->chunk == 0)
     return wl_fail("alloc-until-oom needs --chunk SIZE > 0");
+  if (o->rounds == 0 || o->rounds > WL_ROUNDS_MAX)
+    return wl_fail("--rounds must be in 1..%d", WL_ROUNDS_MAX);
+  if (o->have_procaddr_version && o->path != WL_PATH_PROCADDR && o->path != WL_PATH_PROCADDR_V1)
+    return wl_fail("--procaddr-version needs --path procaddr or procaddr-v1");
+  if (o->procaddr_version < WL_PROCADDR_VERSION_MIN || o->procaddr_version > WL_PROCADDR_VERSION)
+    return wl_fail("--procaddr-version must be in %d..%d", WL_PROCADDR_VERSION_MIN, WL_PROCADDR_VERSION);
   if (strcmp(m, "hold") == 0 && o->bytes == 0)
     return wl_fail("hold needs --bytes SIZE > 0");
   if (strcmp(m, "busy") == 0 && (!o->have_seconds || !(o->seconds > 0)))
@@ -62,7 +68,7 @@ int main(int argc, char **argv)
   }
   if (opts_check(&o) < 0)
     return 2;
-  if (wl_driver_load(o.path) < 0)
+  if (wl_driver_load(o.path, (int) o.procaddr_version) < 0)
     return 1;
   return mode->run(&o) < 0 ? 1 : 0;
 }

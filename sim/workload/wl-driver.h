@@ -1,8 +1,9 @@
 /* The CUDA driver functions the workload calls, resolved once into one table.
  *
- * Every call in the workload goes through `wl_cu`, so that the same code exercises the three
- * ways a real program finds the driver: the linked symbols, dlsym by exported name, and
- * cuGetProcAddress_v2 by base name at CUDA 13.0. Each member is typed after the exported
+ * Every call in the workload goes through `wl_cu`, so that the same code exercises the ways a
+ * real program finds the driver: the linked symbols, dlsym by exported name, and
+ * cuGetProcAddress_v2 (or the legacy cuGetProcAddress, which has no status argument) by base
+ * name at a chosen CUDA version, 13.0 by default. Each member is typed after the exported
  * symbol it names, which is also the ABI that cuGetProcAddress_v2 returns for its base name
  * at version 13000: the table pairs them (e.g. cuCtxCreate_v4 with "cuCtxCreate").
  *
@@ -75,13 +76,25 @@ struct wl_driver {
 
 extern struct wl_driver wl_cu;
 
-enum wl_path { WL_PATH_DIRECT, WL_PATH_DLSYM, WL_PATH_PROCADDR };
+enum wl_path { WL_PATH_DIRECT, WL_PATH_DLSYM, WL_PATH_PROCADDR, WL_PATH_PROCADDR_V1 };
 
-/* The CUDA version whose ABI the procaddr path asks for. */
+/* The CUDA version whose ABI the table's members have, and the default the procaddr paths
+ * ask for. */
 #define WL_PROCADDR_VERSION 13000
+/* The oldest version the procaddr paths may ask for: the one that introduced
+ * cuGetProcAddress_v2. Every allocation entry of the table has had its present ABI since
+ * before then (11020 at the newest), so at any allowed version all of them still come from
+ * cuGetProcAddress; see wl-driver.c for the few entries that do not. */
+#define WL_PROCADDR_VERSION_MIN 12000
 
-/* Fills wl_cu by `path`. Returns 0, or -1 after printing one line naming what failed. */
-int wl_driver_load(enum wl_path path);
+/* Fills wl_cu by `path`; `version` is the cudaVersion the procaddr paths pass, within
+ * [WL_PROCADDR_VERSION_MIN, WL_PROCADDR_VERSION]. Returns 0, or -1 after printing one line
+ * naming what failed. */
+int wl_driver_load(enum wl_path path, int version);
+
+/* Prints, as JSON array elements, the base names that the last procaddr fill took by
+ * exported name instead, because their ABI in the table is newer than the version asked. */
+int wl_driver_print_by_name(void);
 
 /* Prints, as JSON array elements, the base names for which cuGetProcAddress_v2 at version
  * WL_PROCADDR_VERSION does not return the exported symbol this table pairs them with. */

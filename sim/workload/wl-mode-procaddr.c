@@ -3,7 +3,8 @@
  * dlsym of "name" and "name_v2". A program built against CUDA 12.0 must get the old ABI
  * even from a newer driver; that is the contract checked here. It also lists the base names
  * of the driver table (wl-driver.h) for which the answer at 13000 is not the exported symbol
- * the table pairs them with, e.g. "cuCtxCreate" not giving cuCtxCreate_v4. */
+ * the table pairs them with, e.g. "cuCtxCreate" not giving cuCtxCreate_v4, and the entries
+ * that a procaddr path at an older --procaddr-version took by exported name instead. */
 #include "wl.h"
 
 #include <dlfcn.h>
@@ -63,6 +64,8 @@ int wl_mode_procaddr_check(const struct wl_opts *o)
       }
   fputs("],\"table_version\":" WL_STR(WL_PROCADDR_VERSION) ",\"table_mismatches\":[", stdout);
   wl_driver_print_mismatches(handle);
+  fputs("],\"filled_by_exported_name\":[", stdout);
+  wl_driver_print_by_name();
   putchar(']');
   wl_line_end();
   return 0;

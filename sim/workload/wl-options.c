@@ -35,6 +35,8 @@ static const struct wl_optdef wl_optdefs[] = {
   { "count", K_U64, F(count), 0 },
   { "ops", K_U64, F(ops), 0 },
   { "seed", K_U64, F(seed), 0 },
+  { "rounds", K_U64, F(rounds), F(have_rounds) },
+  { "procaddr-version", K_U64, F(procaddr_version), F(have_procaddr_version) },
 };
 #undef F
 #define WL_NOPTS (sizeof(wl_optdefs) / sizeof(wl_optdefs[0]))
@@ -43,13 +45,16 @@ static const char wl_usage[] =
   "usage: gpusim-workload MODE [options]\n"
   "modes:\n"
   "  info                                   devices, memory, SMs, UUIDs\n"
-  "  alloc-until-oom --chunk SIZE           allocate until the driver refuses\n"
+  "  alloc-until-oom --chunk SIZE [--rounds N]\n"
+  "                                         allocate until the driver refuses, free it all;\n"
+  "                                         N times (default 1)\n"
   "  hold --bytes SIZE [--chunk SIZE]       allocate, then wait for SIGTERM/SIGINT/SIGUSR1 or EOF on stdin\n"
   "  busy --seconds T [--duty D] [--kernel-us U] [--hold-bytes SIZE]\n"
   "  kernel-time --us U [--count N]         time single kernels with events and the host clock\n"
   "  churn --ops N --max-bytes SIZE [--seed S]\n"
   "  procaddr-check                         which symbol cuGetProcAddress_v2 returns per version\n"
-  "options: --path direct|dlsym|procaddr  --device N\n"
+  "options: --path direct|dlsym|procaddr|procaddr-v1  --device N\n"
+  "         --procaddr-version V   cudaVersion the procaddr paths ask for, 12000..13000 (default 13000)\n"
   "         --alloc plain|pitch|managed|async|pool|vmm|array  --launch plain|ex|coop|graph\n"
   "SIZE is bytes with an optional K, M, G or T suffix (also Ki, Mi, Gi, Ti, and a trailing B);\n"
   "both spellings are binary: 1K = 1Ki = 1024.\n"
@@ -112,7 +117,7 @@ static int set_enum(void *field, const char *arg, const char *const names[], int
 /* Stores arg into the field that d names. Returns 0 or -1 if arg does not parse. */
 static int set_option(struct wl_opts *o, const struct wl_optdef *d, const char *arg)
 {
-  static const char *const paths[] = { "direct", "dlsym", "procaddr" };
+  static const char *const paths[] = { "direct", "dlsym", "procaddr", "procaddr-v1" };
   static const char *const launches[] = { "plain", "ex", "coop", "graph" };
   void *field = (char *) o + d->off;
   char *end = NULL;
@@ -134,7 +139,7 @@ static int set_option(struct wl_opts *o, const struct wl_optdef *d, const char *
     *(double *) field = strtod(arg, &end);
     return end == arg || *end ? -1 : 0;
   case K_PATH:
-    return set_enum(field, arg, paths, 3);
+    return set_enum(field, arg, paths, 4);
   case K_LAUNCH:
     return set_enum(field, arg, launches, 4);
   case K_ALLOC:
@@ -148,7 +153,8 @@ static void opts_defaults(struct wl_opts *o)
 {
   *o = (struct wl_opts) {
     .path = WL_PATH_DIRECT, .alloc = &wl_alloc_plain, .launch = WL_LAUNCH_PLAIN,
-    .duty = 1.0, .kernel_us = 1000, .count = 5, .seed = 1,
+    .duty = 1.0, .kernel_us = 1000, .count = 5, .seed = 1, .rounds = 1,
+    .procaddr_version = WL_PROCADDR_VERSION,
   };
 }
 

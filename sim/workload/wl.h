@@ -21,8 +21,13 @@ struct wl_opts {
   uint64_t chunk, bytes, hold_bytes, max_bytes;   /* 0 when not given */
   double seconds, duty;
   uint64_t kernel_us, us, count, ops, seed;
-  bool have_seconds, have_us;
+  uint64_t rounds;             /* alloc-until-oom: fill-then-free cycles */
+  uint64_t procaddr_version;   /* the cudaVersion the procaddr paths ask for */
+  bool have_seconds, have_us, have_rounds, have_procaddr_version;
 };
+
+/* The most fill-then-free cycles alloc-until-oom runs in one process. */
+#define WL_ROUNDS_MAX 64
 
 /* Parses argv into o. Returns 0, 1 when --help was printed, or -1 after printing one line. */
 int wl_options_parse(int argc, char **argv, struct wl_opts *o);

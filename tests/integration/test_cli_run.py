@@ -129,11 +129,39 @@ def version_script_globals():
     return set(names)
 
 
-def test_interposer_exports_only_version_script_symbols():
+PRELOAD_SRC = LDS.parent
+
+
+def hook_table_names():
+    """Names in hook-dlsym.c's hook table: the GS_CUDA_HOOKS list and the NVML_HOOK entries."""
+    text = (PRELOAD_SRC / "hook-dlsym.c").read_text()
+    m = re.search(r"#define GS_CUDA_HOOKS\(X\)((?:.*\\\n)*.*\n)", text)
+    assert m, "GS_CUDA_HOOKS not found in hook-dlsym.c"
+    cuda = re.findall(r"X\((\w+)\)", m.group(1))
+    nvml = re.findall(r"^\s*NVML_HOOK\((\w+)\)", text, flags=re.M)
+    assert len(cuda) == len(set(cuda)) and nvml, (cuda, nvml)
+    return set(cuda) | set(nvml)
+
+
+def hook_definitions():
+    """Functions defined with GS_HOOK in preload/*.c."""
+    names = set()
+    for src in PRELOAD_SRC.glob("*.c"):
+        names |= set(re.findall(r"^GS_HOOK\b[^(;]*?(\w+)\s*\(", src.read_text(), flags=re.M))
+    return names
+
+
+def test_interposer_exports_exactly_the_version_script_and_hook_table():
+    """The three lists that must agree: what the library exports, what libgpuslice.lds
+    lets it export, and what hook-dlsym.c hands out by name (plus dlsym itself, through
+    which the hand-out happens). A hook missing from any one is a path that escapes."""
     r = run(["nm", "-D", "--defined-only", PRELOAD])
     assert r.returncode == 0, r.stderr
     exported = {line.split()[-1].split("@")[0] for line in r.stdout.splitlines() if line.strip()}
-    assert exported <= version_script_globals(), exported - version_script_globals()
+    expected = hook_table_names() | {"dlsym"}
+    assert version_script_globals() == expected, version_script_globals() ^ expected
+    assert hook_definitions() == expected, hook_definitions() ^ expected
+    assert exported == expected, exported ^ expected
 
 
 def test_interposer_never_calls_exit_or_abort():

@@ -1,0 +1,51 @@
+"""A tenant's processes come and go: a process killed with SIGKILL gives its memory back
+within a second (run's reaper) or at the next allocation by any of the tenant's processes,
+and the children a command starts, by fork and exec, are charged to the same tenant.
+(pid reuse is covered by the ledger's unit tests, tests/unit/test_lib_ledger.c.)"""
+import pytest
+
+from quota_env import driver, gpuslice_run, json_lines, quota_env
+from wl_run import GIB, MIB, WORKLOAD
+
+
+@pytest.fixture
+def env(tmp_path):
+    return quota_env(tmp_path)
+
+
+def test_sigkilled_process_memory_returns_within_one_second(env):
+    [line] = driver(["--vram", "1Gi", "--name", "killed"], ["kill-watch", "800Mi", GIB], env)
+    assert line["free_before"] == GIB
+    assert line["free"] == GIB, line
+    assert line["seconds"] <= 1.0, line
+
+
+def test_sigkilled_process_memory_is_available_to_the_next_allocation(env):
+    """Reaping at the limit: the new process needs the dead one's memory at once, before
+    run's periodic reaper has necessarily passed."""
+    lines = driver(["--vram", "1Gi", "--name", "killed"], ["kill-alloc", "800Mi", "1Gi", 5], env)
+    assert len(lines) == 5
+    for line in lines:
+        assert line["ok"], line
+
+
+def test_background_child_and_later_child_share_the_tenant(env, tmp_path):
+    ready = tmp_path / "ready"
+    script = (f"{WORKLOAD} hold --bytes 600Mi > {ready} & h=$!; "
+              f"while [ ! -s {ready} ]; do sleep 0.01; done; "
+              f"{WORKLOAD} alloc-until-oom --chunk 100Mi; rc=$?; kill $h; wait $h; exit $rc")
+    r = gpuslice_run(["--vram", "1Gi"], ["sh", "-c", script], env)
+    assert r.returncode == 0, r.stderr
+    [oom] = json_lines(r.stdout)
+    assert oom["allocated_bytes"] == 400 * MIB
+    assert json_lines(ready.read_text())[0]["allocated_bytes"] == 600 * MIB
+
+
+def test_grandchildren_of_a_forking_driver_share_the_tenant(env):
+    """The driver is a Python process forking workloads: a hold it starts and an
+    allocation it starts later are charged together."""
+    lines = driver(["--vram", "1Gi"], ["with-hold", "--bytes", "600Mi", "--", WORKLOAD, "alloc-until-oom",
+                                       "--chunk", "100Mi"], env)
+    assert lines[1]["rc"] == 0, lines[1]
+    assert lines[1]["out"][0]["allocated_bytes"] == 400 * MIB
+    assert lines[2]["released"] == 0
