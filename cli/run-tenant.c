@@ -44,6 +44,8 @@ int run_tenant_set_reserve(struct run_tenant *t, const char *arg)
     t->context_reserve = 0;
     return -1;
   }
+  if (strchr(arg, '%'))
+    return cli_usage_error("run", "--context-reserve: '%s': give a size, not a percentage", arg);
   if (gs_parse_size(arg, 0, &t->context_reserve, &err) < 0) {
     int r = cli_usage_error("run", "--context-reserve: %s", err->msg);
     gs_error_release(&err);

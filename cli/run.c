@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +55,14 @@ static void forward_signal(int sig)
 }
 
 /* Applies one tenant option. Returns -1 to go on, or the exit status of a usage error. */
-static int tenant_option(struct run_tenant *t, int c, const char *arg)
+static int tenant_option(struct run_tenant *t, int c, const char *name, const char *arg)
 {
+  static char seen[UCHAR_MAX + 1];
+  /* getopt takes whatever follows an option as its value, even the "--" before COMMAND. */
+  if (strcmp(arg, "--") == 0)
+    return cli_usage_error("run", "--%s: missing value", name);
+  if (c != 'l' && seen[(unsigned char) c]++)
+    return cli_usage_error("run", "--%s: given more than once", name);
   switch (c) {
   case 'v':
     return run_tenant_set_vram(t, arg);
@@ -83,16 +90,16 @@ static int parse_options(int argc, char **argv, struct run_tenant *t)
     { "context-reserve", required_argument, NULL, 'r' },
     { NULL, 0, NULL, 0 },
   };
-  int c, r;
+  int c, r, which = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+:h", opts, &which)) != -1) {
     if (c == 'h') {
       fputs(run_usage, stdout);
       return CLI_OK;
     }
     if (c == '?' || c == ':')
       return cli_bad_option("run", argv, c);
-    if ((r = tenant_option(t, c, optarg)) >= 0)
+    if ((r = tenant_option(t, c, opts[which].name, optarg)) >= 0)
       return r;
   }
   if (optind >= argc)

@@ -5,7 +5,6 @@
  *   for the requested version and flags, and the hook with exactly that entry's ABI replaces
  *   it. Entries gpuslice does not hook come back untouched, with no wrapper in between. */
 #include <dlfcn.h>
-#include <link.h>
 #include <string.h>
 
 #include "hooks.h"
@@ -28,7 +27,9 @@ struct hook {
   X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz) X(cuMemCreate) X(cuMemRelease) \
   X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) X(cuMipmappedArrayCreate)                \
   X(cuMipmappedArrayDestroy) X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)  \
-  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2)
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2)          \
+  X(cuIpcOpenMemHandle) X(cuIpcOpenMemHandle_v2) X(cuIpcCloseMemHandle) X(cuMemImportFromShareableHandle) \
+  X(cuMemMap)
 
 static const struct hook hooks[] = {
   GS_CUDA_HOOKS(CUDA_HOOK)
@@ -37,10 +38,25 @@ static const struct hook hooks[] = {
 };
 #define NHOOKS (sizeof(hooks) / sizeof(hooks[0]))
 
+/* Byte comparisons of our own: this may run before a sanitizer's strcmp works (see below). */
+static bool same(const char *a, const char *b)
+{
+  while (*a && *a == *b)
+    a++, b++;
+  return *a == *b;
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+  while (*prefix && *s == *prefix)
+    s++, prefix++;
+  return !*prefix;
+}
+
 static const struct hook *by_name(const char *name)
 {
   for (size_t i = 0; i < NHOOKS; i++)
-    if (strcmp(hooks[i].name, name) == 0)
+    if (same(hooks[i].name, name))
       return &hooks[i];
   return NULL;
 }
@@ -57,7 +73,7 @@ void *gs__hook_for(void *real_fn)
  * hooked or that library lacks it (then the caller must see what the library says). */
 static void *hook_named(const char *name)
 {
-  if (strncmp(name, "cu", 2) != 0 && strncmp(name, "nvml", 4) != 0)
+  if (!starts(name, "cu") && !starts(name, "nvml"))
     return NULL;
   const struct hook *h = by_name(name);
   if (!h)
@@ -69,32 +85,32 @@ static void *hook_named(const char *name)
   return *h->real ? h->hook : NULL;
 }
 
-/* glibc resolves RTLD_NEXT relative to its caller, which after forwarding would be the
- * interposer. Search the objects loaded after the real caller instead, and return the first
- * definition that lies in one of them. */
-static void *next_after(const void *caller, const char *name)
+/* glibc's dlsym, which the trampoline jumps to (dlsym-trampoline.S). */
+void *(*gs__dlsym_real)(void *, const char *);
+
+/* Called by the exported dlsym (a trampoline on x86-64) with its arguments: the hook for
+ * name, or NULL to have the trampoline jump to glibc's dlsym with the caller's own return
+ * address, which is how glibc resolves RTLD_NEXT and the caller's scope. It may run inside a
+ * sanitizer's start-up, before the sanitizer's libc replacements work: it calls nothing from
+ * libc on the RTLD_NEXT path, and hook_named compares names without libc. */
+void *gs__dlsym_hook(void *handle, const char *name);
+void *gs__dlsym_hook(void *handle, const char *name)
 {
-  Dl_info info;
-  struct link_map *lm = NULL;
-  if (!dladdr1(caller, &info, (void **) &lm, RTLD_DL_LINKMAP) || !lm)
+  if (!gs__dlsym_real)
+    gs__dlsym_real = gs__glibc_dlsym();
+  if (handle == RTLD_NEXT)
     return NULL;
-  for (struct link_map *l = lm->l_next; l; l = l->l_next) {
-    void *sym = gs__real_dlsym(l, name);
-    Dl_info where;
-    /* dlsym on an object also searches its dependencies: keep only its own definitions. */
-    if (sym && dladdr(sym, &where) && where.dli_fname && l->l_name && strcmp(where.dli_fname, l->l_name) == 0)
-      return sym;
-  }
-  return NULL;
+  return hook_named(name);
 }
 
+#if !defined(__x86_64__)
+/* Without the trampoline: a tail call, which an optimizing compiler turns into a jump. */
 GS_HOOK void *dlsym(void *handle, const char *name)
 {
-  if (handle == RTLD_NEXT)
-    return next_after(__builtin_return_address(0), name);
-  void *h = hook_named(name);
-  return h ? h : gs__real_dlsym(handle, name);
+  void *h = gs__dlsym_hook(handle, name);
+  return h ? h : gs__dlsym_real(handle, name);
 }
+#endif
 
 GS_HOOK CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                                      CUdriverProcAddressQueryResult *status)

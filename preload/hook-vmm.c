@@ -1,6 +1,7 @@
 /* Hooks for virtual memory management, the path NCCL and PyTorch's expandable segments take:
  * physical memory is charged when cuMemCreate makes it and given back by cuMemRelease.
- * Reserving address ranges and mapping cost no device memory and are not hooked. */
+ * Reserving address ranges and mapping cost no device memory; the cuMemMap hook charges only
+ * for handles imported from another process (hook-ipc.c), whose size is learned when mapped. */
 #include "hooks.h"
 
 static void undo_release(uint64_t handle)

@@ -33,7 +33,7 @@ _Static_assert(sizeof(cuda_syms) / sizeof(cuda_syms[0]) == sizeof(struct gs_cuda
 _Static_assert(sizeof(nvml_syms) / sizeof(nvml_syms[0]) == sizeof(struct gs_nvml_real) / sizeof(void *),
                "nvml_syms must list every field of struct gs_nvml_real");
 
-void *gs__real_dlsym(void *handle, const char *name)
+void *(*gs__glibc_dlsym(void))(void *, const char *)
 {
   typedef void *(*dlsym_fn)(void *, const char *);
   static dlsym_fn real;
@@ -43,6 +43,12 @@ void *gs__real_dlsym(void *handle, const char *name)
     if (!real)
       real = (dlsym_fn) dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
   }
+  return real;
+}
+
+void *gs__real_dlsym(void *handle, const char *name)
+{
+  void *(*real)(void *, const char *) = gs__glibc_dlsym();
   return real ? real(handle, name) : NULL;
 }
 

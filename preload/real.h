@@ -23,7 +23,9 @@
   X(cuMemCreate) X(cuMemRelease) X(cuArrayCreate_v2)      \
   X(cuArray3DCreate_v2) X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy)  \
   X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)                      \
-  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2)
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2)      \
+  X(cuMemGetAddressRange_v2) X(cuIpcOpenMemHandle) X(cuIpcOpenMemHandle_v2) X(cuIpcCloseMemHandle)  \
+  X(cuMemImportFromShareableHandle) X(cuMemGetAllocationPropertiesFromHandle) X(cuMemMap) X(cuMemUnmap)
 
 #define GS_NVML_REAL_FUNCS(X) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2) X(nvmlDeviceGetUUID)
 
@@ -44,6 +46,8 @@ void gs__nvml_resolve(void);
 
 /* glibc's own dlsym, for lookups that must not meet the interposer's. */
 void *gs__real_dlsym(void *handle, const char *name);
+/* That function itself (found with dlvsym), or NULL. */
+void *(*gs__glibc_dlsym(void))(void *, const char *);
 
 /* The handle of the loaded driver, or NULL. */
 void *gs__cuda_handle(void);

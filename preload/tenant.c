@@ -172,6 +172,11 @@ bool gs__forget(enum gs_map map, uint64_t key, uint64_t *charge)
   return true;
 }
 
+bool gs__peek(enum gs_map map, uint64_t key, uint64_t *charge)
+{
+  return ledger() && gs_ptrmap_get(&T.maps[map], key, charge);
+}
+
 int gs__current_gpu(void)
 {
   CUdevice dev;

@@ -44,6 +44,8 @@ void gs__uncharge(int gpu, uint64_t bytes);
 bool gs__remember(enum gs_map map, uint64_t key, uint64_t bytes, int gpu);
 /* Forgets key and gives back its charge. False when gpuslice never charged for it. */
 bool gs__forget(enum gs_map map, uint64_t key, uint64_t *charge);
+/* What was charged for key, leaving it recorded. False when gpuslice never charged for it. */
+bool gs__peek(enum gs_map map, uint64_t key, uint64_t *charge);
 
 /* The GPU the calling thread's current context is on, or -1. */
 int gs__current_gpu(void);

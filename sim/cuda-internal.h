@@ -1,7 +1,7 @@
 /* Internals of the simulated CUDA driver (libcuda.so.1): the per-process object model shared
  * by the cuda-*.c files. One file per concern: cuda-init.c (cuInit, fork, errors' plumbing),
  * cuda-device.c, cuda-ctx.c, cuda-mem.c (allocation table, alloc/free), cuda-copy.c,
- * cuda-pool.c, cuda-vmm.c, cuda-array.c, cuda-module.c, cuda-stream.c, cuda-event.c,
+ * cuda-pool.c, cuda-vmm.c, cuda-ipc.c, cuda-array.c, cuda-module.c, cuda-stream.c, cuda-event.c,
  * cuda-launch.c, cuda-graph.c, cuda-procaddr.c, cuda-error.c.
  *
  * Concurrency: one process-wide recursive mutex (gsc_lock) guards every object below. This
@@ -34,6 +34,7 @@
 
 #define GSC_PUSHBUF 1024            /* kernels a stream may have in flight before a launch blocks */
 #define GSC_VMM_GRANULARITY (2ULL << 20)
+#define GSC_VMM_MEMFD_NAME "gpusim-vmm:%d:%u" /* device, requested handle types */
 #define GSC_PITCH_ALIGN 512
 
 /* ---- the registry of live objects ---- */
@@ -164,7 +165,9 @@ CUresult gsc_stream_sync(CUstream h, bool per_thread);
 
 /* ---- memory (cuda-mem.c) ---- */
 
-enum gsc_mem_kind { GSC_MEM_DEVICE, GSC_MEM_MANAGED, GSC_MEM_POOL, GSC_MEM_HOST, GSC_MEM_VMM };
+/* GSC_MEM_IPC: another process's allocation opened with cuIpcOpenMemHandle (cuda-ipc.c); it is
+ * not charged again, and cuMemFree does not take it. */
+enum gsc_mem_kind { GSC_MEM_DEVICE, GSC_MEM_MANAGED, GSC_MEM_POOL, GSC_MEM_HOST, GSC_MEM_VMM, GSC_MEM_IPC };
 
 struct gsc_alloc {
   uintptr_t base;
@@ -227,9 +230,21 @@ struct gsc_vmm {
   int refs;              /* user references plus mappings; freed at 0 */
   int user_refs;         /* cuMemCreate and cuMemRetainAllocationHandle, less cuMemRelease */
   CUmemAllocationProp prop;
+  bool imported;         /* made by cuMemImportFromShareableHandle: the exporter holds the charge */
 };
 
 void gsc_vmm_put(struct gsc_vmm *h);
+/* A handle around fd (which it takes over), registered with one user reference. NULL when out
+ * of memory. The memfd's name records the device and handle types, for importers. */
+struct gsc_vmm *gsc_vmm_wrap(int fd, size_t size, const CUmemAllocationProp *prop, bool imported);
+/* A fresh memfd of size bytes named for prop, or -1. */
+int gsc_vmm_memfd(size_t size, const CUmemAllocationProp *prop);
+struct gsc_vmm *gsc_vmm_find(CUmemGenericAllocationHandle handle);
+
+/* ---- sharing between processes (cuda-ipc.c) ---- */
+
+/* An IPC mapping is going away (close, its context destroyed, or a fork): forget its record. */
+void gsc_ipc_gone(struct gsc_alloc *a);
 
 /* ---- modules and functions (cuda-module.c) ---- */
 

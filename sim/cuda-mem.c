@@ -159,6 +159,9 @@ void gsc_alloc_free(struct gsc_alloc *a)
   case GSC_MEM_VMM:
     vmm_unmap(a);
     break;
+  case GSC_MEM_IPC:
+    gsc_ipc_gone(a);
+    break;
   case GSC_MEM_HOST:
     break;
   }
@@ -196,7 +199,7 @@ GSC_API CUresult cuMemFree_v2(CUdeviceptr dptr)
   GSC_CHECK_INIT();
   GSC_LOCKED;
   struct gsc_alloc *a = gsc_alloc_find((uintptr_t) dptr, 0);
-  if (!a || a->base != dptr || a->kind == GSC_MEM_HOST || a->kind == GSC_MEM_VMM)
+  if (!a || a->base != dptr || a->kind == GSC_MEM_HOST || a->kind == GSC_MEM_VMM || a->kind == GSC_MEM_IPC)
     return CUDA_ERROR_INVALID_VALUE;
   gsc_alloc_free(a);
   return CUDA_SUCCESS;

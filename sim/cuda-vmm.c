@@ -6,9 +6,11 @@
  * RAM. A reservation is an inaccessible NORESERVE mapping; cuMemMap maps the memfd over part
  * of it (readable and writable at once; cuMemSetAccess can narrow that), and each mapping is
  * an entry in the allocation table so copies and sets can use it. A handle lives while it
- * has user references (create, retain, less release) or mappings. The granularity is 2 MiB. */
+ * has user references (create, retain, less release) or mappings. The granularity is 2 MiB.
+ * Exporting and importing handles between processes is in cuda-ipc.c. */
 #include "cuda-internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -26,12 +28,18 @@ static struct gsc_vmm *vmm_find(CUmemGenericAllocationHandle handle)
   return gsc_obj_find((const void *) (uintptr_t) handle, GSC_VMM);
 }
 
+struct gsc_vmm *gsc_vmm_find(CUmemGenericAllocationHandle handle)
+{
+  return vmm_find(handle);
+}
+
 void gsc_vmm_put(struct gsc_vmm *h)
 {
   if (--h->refs > 0)
     return;
   close(h->fd);
-  gsc_uncharge(h->dev, h->size);
+  if (!h->imported)
+    gsc_uncharge(h->dev, h->size);
   gsc_obj_del(&h->obj);
   free(h);
 }
@@ -56,23 +64,43 @@ GSC_API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemA
 
 /* ---- physical allocations ---- */
 
-static struct gsc_vmm *vmm_new(size_t size, const CUmemAllocationProp *prop)
+/* The name is what an importing process learns the handle's device and handle types from
+ * (cuda-ipc.c reads it back through /proc/self/fd). */
+int gsc_vmm_memfd(size_t size, const CUmemAllocationProp *prop)
+{
+  char name[64];
+  snprintf(name, sizeof(name), GSC_VMM_MEMFD_NAME, prop->location.id, (unsigned) prop->requestedHandleTypes);
+  int fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd >= 0 && ftruncate(fd, (off_t) size) < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+struct gsc_vmm *gsc_vmm_wrap(int fd, size_t size, const CUmemAllocationProp *prop, bool imported)
 {
   struct gsc_vmm *h = calloc(1, sizeof(*h));
   if (!h)
     return NULL;
-  h->fd = memfd_create("gpusim-vmm", MFD_CLOEXEC);
-  if (h->fd < 0 || ftruncate(h->fd, (off_t) size) < 0) {
-    if (h->fd >= 0)
-      close(h->fd);
-    free(h);
-    return NULL;
-  }
+  h->fd = fd;
   h->size = size;
   h->dev = prop->location.id;
   h->refs = h->user_refs = 1;
   h->prop = *prop;
+  h->imported = imported;
   gsc_obj_add(&h->obj, GSC_VMM);
+  return h;
+}
+
+static struct gsc_vmm *vmm_new(size_t size, const CUmemAllocationProp *prop)
+{
+  int fd = gsc_vmm_memfd(size, prop);
+  if (fd < 0)
+    return NULL;
+  struct gsc_vmm *h = gsc_vmm_wrap(fd, size, prop, false);
+  if (!h)
+    close(fd);
   return h;
 }
 
