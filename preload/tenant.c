@@ -48,6 +48,15 @@ static void after_fork_in_child(void)
   gs__ctx_after_fork();
 }
 
+/* At a normal exit the driver frees all the process held; the ledger gives it back at once
+ * too, instead of waiting for a reaper to notice, and frees the slot for the next process. */
+__attribute__((destructor)) static void release_at_exit(void)
+{
+  struct gs_ledger_proc *p = atomic_exchange(&T.slot, NULL);
+  if (T.ledger && p && p->pid == getpid())
+    gs_ledger_unclaim(T.ledger, p);
+}
+
 static void attach(void)
 {
   const char *name = gs_getenv_nonempty("GPUSLICE_TENANT");
@@ -177,10 +186,19 @@ bool gs__peek(enum gs_map map, uint64_t key, uint64_t *charge)
   return ledger() && gs_ptrmap_get(&T.maps[map], key, charge);
 }
 
+/* 1 when the process sees exactly one GPU, 0 when it sees more, -1 until known. */
+static _Atomic int single_gpu = -1;
+
 int gs__current_gpu(void)
 {
   CUdevice dev;
+  int n, single = atomic_load_explicit(&single_gpu, memory_order_relaxed);
+  /* With one GPU visible every context is on GPU 0: no need to ask the driver on each call. */
+  if (single == 1)
+    return 0;
   gs__cuda_resolve();
+  if (single < 0 && gs__cuda.cuDeviceGetCount && gs__cuda.cuDeviceGetCount(&n) == CUDA_SUCCESS)
+    atomic_store_explicit(&single_gpu, n == 1, memory_order_relaxed);
   if (!gs__cuda.cuCtxGetDevice || gs__cuda.cuCtxGetDevice(&dev) != CUDA_SUCCESS)
     return -1;
   return dev;
