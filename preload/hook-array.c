@@ -40,32 +40,42 @@ static void undo_mipmap(uint64_t a)
   gs__cuda.cuMipmappedArrayDestroy((CUmipmappedArray) (uintptr_t) a);
 }
 
+static CUresult call_2d(CUarray *out, const void *d)
+{
+  return gs__cuda.cuArrayCreate_v2(out, d);
+}
+
+static CUresult call_3d(CUarray *out, const void *d)
+{
+  return gs__cuda.cuArray3DCreate_v2(out, d);
+}
+
+/* Charges bytes (0: nothing to charge, pass through), creates, and remembers the array. */
+static CUresult create_charged(CUarray *out, const void *d, uint64_t bytes, const char *what,
+                               CUresult (*call)(CUarray *, const void *))
+{
+  if (!bytes)
+    return call(out, d);
+  int gpu = gs__current_gpu();
+  CUresult rc = gs__charge(gpu, bytes, what);
+  if (rc != CUDA_SUCCESS)
+    return rc;
+  rc = call(out, d);
+  return gs__settle(rc, GS_MAP_ARRAY, rc == CUDA_SUCCESS ? (uintptr_t) *out : 0, bytes, gpu, undo_array);
+}
+
 GS_HOOK CUresult cuArrayCreate_v2(CUarray *out, const CUDA_ARRAY_DESCRIPTOR *d)
 {
   GS_REAL_OR_FAIL(cuArrayCreate_v2);
   uint64_t bytes = out && d ? level_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels) : 0;
-  if (!bytes)
-    return gs__cuda.cuArrayCreate_v2(out, d);
-  int gpu = gs__current_gpu();
-  CUresult rc = gs__charge(gpu, bytes, "cuArrayCreate");
-  if (rc != CUDA_SUCCESS)
-    return rc;
-  rc = gs__cuda.cuArrayCreate_v2(out, d);
-  return gs__settle(rc, GS_MAP_ARRAY, rc == CUDA_SUCCESS ? (uintptr_t) *out : 0, bytes, gpu, undo_array);
+  return create_charged(out, d, bytes, "cuArrayCreate", call_2d);
 }
 
 GS_HOOK CUresult cuArray3DCreate_v2(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d)
 {
   GS_REAL_OR_FAIL(cuArray3DCreate_v2);
   uint64_t bytes = out && d ? level_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels) : 0;
-  if (!bytes)
-    return gs__cuda.cuArray3DCreate_v2(out, d);
-  int gpu = gs__current_gpu();
-  CUresult rc = gs__charge(gpu, bytes, "cuArray3DCreate");
-  if (rc != CUDA_SUCCESS)
-    return rc;
-  rc = gs__cuda.cuArray3DCreate_v2(out, d);
-  return gs__settle(rc, GS_MAP_ARRAY, rc == CUDA_SUCCESS ? (uintptr_t) *out : 0, bytes, gpu, undo_array);
+  return create_charged(out, d, bytes, "cuArray3DCreate", call_3d);
 }
 
 GS_HOOK CUresult cuArrayDestroy(CUarray a)

@@ -111,24 +111,27 @@ GS_HOOK CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
   return rc;
 }
 
+/* After a successful release (one reference) or reset (all of them): the charge goes back
+ * with the last reference. */
+static CUresult primary_dropped(CUresult rc, CUdevice dev, bool all)
+{
+  uint64_t bytes = gs__context_reserve();
+  if (rc != CUDA_SUCCESS || !bytes || dev < 0 || dev >= GS_LEDGER_MAX_GPUS)
+    return rc;
+  int before = all ? atomic_exchange(&primary_refs[dev], 0) : atomic_fetch_sub(&primary_refs[dev], 1);
+  if (all ? before > 0 : before == 1)
+    gs__uncharge(dev, bytes);
+  return rc;
+}
+
 GS_HOOK CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
   GS_REAL_OR_FAIL(cuDevicePrimaryCtxRelease_v2);
-  CUresult rc = gs__cuda.cuDevicePrimaryCtxRelease_v2(dev);
-  uint64_t bytes = gs__context_reserve();
-  if (rc == CUDA_SUCCESS && bytes && dev >= 0 && dev < GS_LEDGER_MAX_GPUS &&
-      atomic_fetch_sub(&primary_refs[dev], 1) == 1)
-    gs__uncharge(dev, bytes);
-  return rc;
+  return primary_dropped(gs__cuda.cuDevicePrimaryCtxRelease_v2(dev), dev, false);
 }
 
 GS_HOOK CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
   GS_REAL_OR_FAIL(cuDevicePrimaryCtxReset_v2);
-  CUresult rc = gs__cuda.cuDevicePrimaryCtxReset_v2(dev);
-  uint64_t bytes = gs__context_reserve();
-  if (rc == CUDA_SUCCESS && bytes && dev >= 0 && dev < GS_LEDGER_MAX_GPUS &&
-      atomic_exchange(&primary_refs[dev], 0) > 0)
-    gs__uncharge(dev, bytes);
-  return rc;
+  return primary_dropped(gs__cuda.cuDevicePrimaryCtxReset_v2(dev), dev, true);
 }

@@ -65,17 +65,21 @@ out:
   return gpu;
 }
 
-/* Rewrites total/free/used to the slice. False when the device is not limited. */
-static bool slice(nvmlDevice_t dev, unsigned long long *total, unsigned long long *free_)
+/* Rewrites total, free and used to the slice, and the driver's reserve (v2 only) to 0: it is
+ * outside the slice. Leaves them alone when the device is not limited. */
+static void slice(nvmlDevice_t dev, unsigned long long *total, unsigned long long *free_, unsigned long long *used,
+                  unsigned long long *reserved)
 {
-  uint64_t limit, used;
-  if (!gs__tenant_active() || !gs__limit(gpu_of(dev), &limit, &used))
-    return false;
-  uint64_t left = used < limit ? limit - used : 0;
+  uint64_t limit, in_use;
+  if (!gs__tenant_active() || !gs__limit(gpu_of(dev), &limit, &in_use))
+    return;
+  uint64_t left = in_use < limit ? limit - in_use : 0;
   *total = limit;
   if (*free_ > left)
     *free_ = left;
-  return true;
+  *used = *total - *free_;
+  if (reserved)
+    *reserved = 0;
 }
 
 GS_HOOK nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
@@ -84,8 +88,8 @@ GS_HOOK nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *
   if (!gs__nvml.nvmlDeviceGetMemoryInfo)
     return NVML_ERROR_FUNCTION_NOT_FOUND;
   nvmlReturn_t rc = gs__nvml.nvmlDeviceGetMemoryInfo(device, memory);
-  if (rc == NVML_SUCCESS && memory && slice(device, &memory->total, &memory->free))
-    memory->used = memory->total - memory->free;
+  if (rc == NVML_SUCCESS && memory)
+    slice(device, &memory->total, &memory->free, &memory->used, NULL);
   return rc;
 }
 
@@ -95,9 +99,7 @@ GS_HOOK nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_
   if (!gs__nvml.nvmlDeviceGetMemoryInfo_v2)
     return NVML_ERROR_FUNCTION_NOT_FOUND;
   nvmlReturn_t rc = gs__nvml.nvmlDeviceGetMemoryInfo_v2(device, memory);
-  if (rc == NVML_SUCCESS && memory && slice(device, &memory->total, &memory->free)) {
-    memory->reserved = 0; /* the driver's reserve is outside the slice */
-    memory->used = memory->total - memory->free;
-  }
+  if (rc == NVML_SUCCESS && memory)
+    slice(device, &memory->total, &memory->free, &memory->used, &memory->reserved);
   return rc;
 }
