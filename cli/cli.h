@@ -12,6 +12,7 @@ enum { CLI_OK = 0, CLI_FAILURE = 1, CLI_USAGE = 2 };
 /* Each verb gets its own argv, argv[0] being the verb's name, and returns the exit status. */
 int cli_run(int argc, char **argv);
 int cli_demo(int argc, char **argv);
+int cli_pack(int argc, char **argv);
 
 /* Prints "gpuslice: <verb>: <message>" (without "<verb>: " when verb is NULL) on stderr
  * and returns CLI_USAGE. */

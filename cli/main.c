@@ -19,6 +19,7 @@ struct verb {
 static const struct verb verbs[] = {
   { "run", cli_run, "Run a command with the gpuslice interposer loaded" },
   { "demo", cli_demo, "Run three workloads side by side on one GPU and show what each got" },
+  { "pack", cli_pack, "Replay a GPU cluster trace through a placement policy" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,36 @@
+/* Reading Alibaba's openb traces (clusterdata, cluster-trace-gpu-v2023) into placement
+ * specs: the node list `sn,cpu_milli,memory_mib,gpu,model` and the pod list
+ * `name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,
+ * deletion_time,scheduled_time`.
+ *
+ * Reading is strict: the header must match exactly, and the first bad row refuses the
+ * whole file with an error "<file>: line N: <reason>". */
+#ifndef GS_TRACE_OPENB_H
+#define GS_TRACE_OPENB_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "gs-error.h"
+#include "gs-place.h"
+
+/* The strings the specs point to belong to the list: free it with the matching call. */
+struct gs_openb_nodes {
+  struct gs_place_node_spec *nodes;
+  size_t n;
+};
+
+struct gs_openb_pods {
+  struct gs_place_request *pods;
+  size_t n;
+};
+
+/* name is the file's name in error messages. */
+int gs_openb_read_nodes(FILE *f, const char *name, struct gs_openb_nodes *out, gs_error_t *err);
+int gs_openb_read_pods(FILE *f, const char *name, struct gs_openb_pods *out, gs_error_t *err);
+int gs_openb_load_nodes(const char *path, struct gs_openb_nodes *out, gs_error_t *err);
+int gs_openb_load_pods(const char *path, struct gs_openb_pods *out, gs_error_t *err);
+void gs_openb_nodes_release(struct gs_openb_nodes *l);
+void gs_openb_pods_release(struct gs_openb_pods *l);
+
+#endif

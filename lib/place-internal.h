@@ -1,0 +1,79 @@
+/* Internal state of the placement model, shared by place-*.c only. A node keeps per-node
+ * summaries (idle GPU-milli, fully idle GPUs, the largest leftover) that commits update
+ * incrementally, so that checking whether a request fits is a few comparisons. */
+#ifndef GS_PLACE_INTERNAL_H
+#define GS_PLACE_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "gs-place.h"
+
+struct place_node {
+  int64_t cpu_left, mem_left;
+  int64_t cpu_cap;
+  int gpus;
+  int model;        /* index into the cluster's models; -1 when the node has no GPUs */
+  int gpu_left_sum; /* idle GPU-milli on the node */
+  int free_gpus;    /* GPUs with all GPU_MILLI idle */
+  int max_left;     /* the largest leftover on one GPU */
+  uint32_t version; /* bumped on every commit: invalidates cached scores */
+  double frag;      /* F_n(M), FGD's fragment measure of the node as it is now */
+  int16_t left[GS_PLACE_MAX_GPUS];
+};
+
+/* One typical shape of FGD's target workload, with its popularity. */
+struct place_typical {
+  int64_t cpu_milli;
+  int num_gpu, gpu_milli;
+  uint32_t model_mask;
+  double p;
+};
+
+/* A node's FGD score for one request shape, valid while node->version == version. */
+struct place_cache_entry {
+  uint32_t version;
+  int16_t score;
+  int16_t gpu; /* the GPU chosen for a sharing request, -1 otherwise */
+};
+
+struct place_shape {
+  int64_t cpu_milli;
+  int num_gpu, gpu_milli;
+  struct place_cache_entry *entries; /* one per node */
+};
+
+#define PLACE_MAX_SHAPES 4096
+
+struct gs_place_cluster {
+  size_t n;
+  struct place_node *nodes;
+  int *tie_order;
+  int n_models;
+  char *models[GS_PLACE_MAX_MODELS];
+  int64_t gpu_capacity, gpu_allocated;
+  struct place_typical *typical;
+  size_t n_typical;
+  struct place_shape *shapes;
+  size_t n_shapes;
+  struct place_shape *cur_shape; /* FGD's cache column for the request being decided */
+};
+
+/* place-model.c */
+bool place_fits(const struct place_node *nd, const struct gs_place_request *r);
+bool place_is_sharing(const struct gs_place_request *r);
+uint32_t place_pick_tightest(const struct place_node *nd, int num_gpu, int gpu_milli);
+void place_node_refresh(struct place_node *nd);
+
+/* place-policy-fit.c */
+int place_score_best_fit(const struct place_node *nd, const struct gs_place_request *r);
+int place_score_gpu_packing(const struct place_node *nd, const struct gs_place_request *r);
+
+/* place-policy-fgd.c */
+double place_fgd_frag(const gs_place_cluster_t *c, int model, int64_t cpu_left,
+                      const int16_t *left, int gpus);
+int place_fgd_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
+                    int *gpu);
+int place_fgd_sigmoid_score(double frag_before, double frag_after);
+void place_fgd_prepare(gs_place_cluster_t *c, const struct gs_place_request *r);
+
+#endif
