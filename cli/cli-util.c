@@ -5,19 +5,23 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
 int cli_usage_error(const char *verb, const char *fmt, ...)
 {
   va_list ap;
-  fputs("gpuslice: ", stderr);
-  if (verb)
-    fprintf(stderr, "%s: ", verb);
+  char *text = NULL;
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  xvasprintf(&text, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  /* Usage errors quote what was typed: keep them one line whatever it held. */
+  for (char *p = text; *p; p++)
+    if ((unsigned char) *p < 0x20 || *p == 0x7f)
+      *p = '?';
+  fprintf(stderr, "gpuslice: %s%s%s\n", verb ? verb : "", verb ? ": " : "", text);
+  free(text);
   return CLI_USAGE;
 }
 

@@ -13,8 +13,18 @@
 static char oom_msg[] = "out of memory";
 static struct gs_error_s oom_error = { ENOMEM, oom_msg };
 
+/* An error is one line, and messages quote what users typed and what files held: a control
+ * character there (a newline above all) is shown as '?' so the promise holds for any input. */
+static void one_line(char *msg)
+{
+  for (; msg && *msg; msg++)
+    if ((unsigned char) *msg < 0x20 || *msg == 0x7f)
+      *msg = '?';
+}
+
 static int store(gs_error_t *err, int status, char *msg)
 {
+  one_line(msg);
   gs_error_release(err);
   gs_error_t e = msg ? malloc(sizeof(*e)) : NULL;
   if (!e) {

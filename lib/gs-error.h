@@ -7,7 +7,8 @@
 
 struct gs_error_s {
   int status; /* the errno at the failure site, or 0 when the cause is not a system error */
-  char *msg;  /* one line, without a trailing newline; ends with strerror(status) if status */
+  char *msg;  /* one line, without a trailing newline (control characters become '?');
+                ends with strerror(status) if status */
 };
 typedef struct gs_error_s *gs_error_t;
 

@@ -10,8 +10,9 @@
 #   binutils                          the tests inspect libgpuslice.so's symbols (nm, readelf)
 #   procps                            process tools the tests use (ps, pgrep)
 #   libc6-dev                         headers and libdl/libpthread
+#   clang libclang-rt-dev             libFuzzer, for the parsers' fuzz tests (fuzz/)
 
-GS_DEPS="cmake ninja-build gcc pkg-config libc6-dev libcmocka-dev libjansson-dev python3 python3-pytest binutils procps"
+GS_DEPS="cmake ninja-build gcc pkg-config libc6-dev libcmocka-dev libjansson-dev python3 python3-pytest binutils procps clang libclang-rt-dev"
 
 gs_missing_deps() {
   local p missing=""

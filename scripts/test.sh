@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs the whole test suite twice: a normal build in build/, then an
-# AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/. The output ends with
-# the summary of the last ctest run.
+# AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/. Between the two, the
+# parsers that read untrusted input are fuzzed with libFuzzer for a few seconds each
+# (build-fuzz/, clang). The output ends with the summary of the last ctest run.
 #
 # Tests run one at a time: the simulator's tests measure timings, and concurrent tests on a
 # small machine would disturb them.
@@ -21,5 +22,14 @@ build_and_test() {
   ctest --test-dir "$dir" --output-on-failure
 }
 
+fuzz() {
+  echo "==> build-fuzz: configure, build and fuzz the parsers"
+  CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGS_SANITIZE=ON \
+    -DGS_BUILD_TESTS=OFF -DGS_FUZZ=ON >/dev/null
+  cmake --build build-fuzz -j "$jobs" --target fuzz
+  ctest --test-dir build-fuzz -L fuzz --output-on-failure
+}
+
 build_and_test build -DGS_SANITIZE=OFF
+fuzz
 build_and_test build-asan -DGS_SANITIZE=ON

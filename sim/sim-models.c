@@ -69,6 +69,16 @@ bad:
   return -1;
 }
 
+/* The message echoes what the user typed: a control character in it (a newline) would break
+ * the one-line promise, so each is shown as '?'. */
+static int fail_one_line(char *err)
+{
+  for (char *p = err; *p; p++)
+    if ((unsigned char) *p < 0x20 || *p == 0x7f)
+      *p = '?';
+  return -1;
+}
+
 int gpusim_spec_parse(const char *spec, int out[GPUSIM_MAX_DEVICES], char *err, size_t errlen)
 {
   int ndev = 0;
@@ -76,22 +86,22 @@ int gpusim_spec_parse(const char *spec, int out[GPUSIM_MAX_DEVICES], char *err, 
 
   if (!spec || !*spec) {
     snprintf(err, errlen, "GPUSLICE_SIM: empty device list");
-    return -1;
+    return fail_one_line(err);
   }
   for (;;) {
     size_t len = strcspn(p, ",");
     int model;
     if (len == 0) {
       snprintf(err, errlen, "GPUSLICE_SIM: empty entry in '%s'", spec);
-      return -1;
+      return fail_one_line(err);
     }
     int count = parse_token(p, len, &model, err, errlen);
     if (count < 0)
-      return -1;
+      return fail_one_line(err);
     if (ndev + count > GPUSIM_MAX_DEVICES) {
       snprintf(err, errlen, "GPUSLICE_SIM: '%.*s' brings the total past %d devices", (int) len, p,
                GPUSIM_MAX_DEVICES);
-      return -1;
+      return fail_one_line(err);
     }
     while (count--)
       out[ndev++] = model;

@@ -67,6 +67,18 @@ static void test_make_error_replaces_previous_error(void **state)
   gs_error_release(&err);
 }
 
+/* Found by fuzz/fuzz-quantity: a size typed with a newline in it split the error in two. */
+static void test_errors_stay_one_line_whatever_they_quote(void **state)
+{
+  (void) state;
+  gs_error_t err = NULL;
+  gs_make_error(&err, 0, "bad size '%s'", "1\nG\t\x7f");
+  assert_string_equal(err->msg, "bad size '1?G?" "?'");
+  gs_error_prepend(&err, "--vram %s", "a\rb");
+  assert_string_equal(err->msg, "--vram a?b: bad size '1?G?" "?'");
+  gs_error_release(&err);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -75,6 +87,7 @@ int main(void)
     cmocka_unit_test(test_prepend_adds_context_and_keeps_status),
     cmocka_unit_test(test_prepend_without_error_makes_one),
     cmocka_unit_test(test_make_error_replaces_previous_error),
+    cmocka_unit_test(test_errors_stay_one_line_whatever_they_quote),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

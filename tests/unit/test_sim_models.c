@@ -104,6 +104,17 @@ static void test_uuids_are_stable_and_distinct(void **state)
   }
 }
 
+/* Found by fuzz/fuzz-sim-spec: the message quotes the token, newline and all. */
+static void test_spec_error_is_one_line_even_for_a_newline(void **state)
+{
+  (void) state;
+  int dev[GPUSIM_MAX_DEVICES];
+  char err[256];
+  assert_int_equal(gpusim_spec_parse("t4,bo\ngus", dev, err, sizeof(err)), -1);
+  assert_null(strchr(err, '\n'));
+  assert_non_null(strstr(err, "'bo?gus'"));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -112,6 +123,7 @@ int main(void)
     cmocka_unit_test(test_spec_rejects_bad_lists_naming_the_token),
     cmocka_unit_test(test_spec_rejects_seventeen_single_devices),
     cmocka_unit_test(test_uuids_are_stable_and_distinct),
+    cmocka_unit_test(test_spec_error_is_one_line_even_for_a_newline),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
