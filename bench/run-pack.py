@@ -16,7 +16,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TRACES = ["default", "gpushare40", "multigpu20", "cpu050"]
-POLICIES = ["first-fit", "best-fit", "gpu-packing", "fgd"]
+POLICIES = ["first-fit", "best-fit", "gpu-packing", "fgd", "fgd-mem"]
 # Weng et al., ATC'23, GPU allocation ratio (%) at 130% arrived load, mean over 10 seeds.
 PUBLISHED = {
     "default":    {"random": 87.47, "dotprod": 90.85, "gpu-clustering": 91.88, "gpu-packing": 92.00, "best-fit": 93.08, "fgd": 95.39},

@@ -26,7 +26,7 @@ static const char pack_usage[] =
   "Options:\n"
   "  --nodes FILE            Node list: sn,cpu_milli,memory_mib,gpu,model\n"
   "  --pods FILE             Pod list: name,cpu_milli,memory_mib,num_gpu,gpu_milli,...\n"
-  "  --policy NAME           first-fit, best-fit, gpu-packing or fgd\n"
+  "  --policy NAME           first-fit, best-fit, gpu-packing, fgd or fgd-mem\n"
   "  --inflate X             Arrived GPU request as a multiple of capacity (default 1.3)\n"
   "  --seed N                Shuffle, sampling and tie-break seed (default 42)\n"
   "  --format table|json     Output format (default table)\n"
@@ -84,7 +84,7 @@ static int pack_option(struct pack_opts *o, int c, char **argv)
   case 'P':
     if (gs_place_policy_from_name(optarg, &o->policy) < 0)
       return cli_usage_error("pack", "--policy '%s': unknown policy (first-fit, best-fit, "
-                             "gpu-packing, fgd)", optarg);
+                             "gpu-packing, fgd, fgd-mem)", optarg);
     o->have_policy = true;
     return -1;
   case 'i':

@@ -1,12 +1,12 @@
 /* Placement: choosing a node (and the GPUs on it) for each request in a cluster of
- * GPU nodes, with pluggable policies: first-fit, best-fit, gpu-packing and FGD
- * (fragmentation gradient descent, Weng et al., ATC'23).
+ * GPU nodes, with pluggable policies: first-fit, best-fit, gpu-packing, FGD
+ * (fragmentation gradient descent, Weng et al., ATC'23) and fgd-mem (FGD that also counts
+ * memory in the fragment; docs/placement.md).
  *
  * The cluster is a plain in-memory model: no I/O, no clocks, libc only, because the core
  * library is also linked into the interposer. Reading traces lives in gs-trace-openb.h;
- * printing lives in the CLI (`gpuslice pack`). Quotas, priorities, preemption and gangs
- * are not implemented yet; struct gs_place_request already carries the fields they need
- * (queue, priority, labels) so that adding them does not change the ABI of callers. */
+ * printing lives in the CLI (`gpuslice pack`). Queues with quotas, priority, preemption
+ * and gangs are a layer on top: gs-place-queue.h. */
 #ifndef GS_PLACE_H
 #define GS_PLACE_H
 
@@ -36,7 +36,8 @@ struct gs_place_request {
   int gpu_milli;        /* per GPU: 1..1000 when num_gpu > 0, else 0 */
   const char *gpu_spec; /* allowed models, "A|B"; NULL or "" for any */
   uint32_t model_mask;  /* gpu_spec bound to a cluster by gs_place_model_mask() */
-  /* Not used yet: reserved for quotas, priority/preemption and gangs. */
+  /* Read by the scheduler layer (gs-place-queue.h); the policies ignore them. labels is
+   * not read yet. */
   const char *queue;
   int priority;
   const char *const *labels; /* NULL-terminated "key=value" strings, or NULL */
@@ -47,6 +48,10 @@ enum gs_place_policy {
   GS_PLACE_BEST_FIT,
   GS_PLACE_GPU_PACKING,
   GS_PLACE_FGD,
+  /* FGD whose fragment also counts memory, with ties broken toward packing where that is
+   * safe: CPU-only requests onto nodes with the least idle GPU, a sharing request onto the
+   * tightest of its node's equally scored GPUs (docs/placement.md). */
+  GS_PLACE_FGD_MEM,
 };
 
 struct gs_place_choice {
@@ -63,7 +68,8 @@ struct gs_place_stats {
 
 typedef struct gs_place_cluster gs_place_cluster_t;
 
-/* Returns 0 and the policy for "first-fit", "best-fit", "gpu-packing" or "fgd"; -1 else. */
+/* Returns 0 and the policy for "first-fit", "best-fit", "gpu-packing", "fgd" or "fgd-mem";
+ * -1 else. */
 int gs_place_policy_from_name(const char *name, enum gs_place_policy *out);
 const char *gs_place_policy_name(enum gs_place_policy p);
 
@@ -126,5 +132,10 @@ int gs_place_replay(const struct gs_place_node_spec *nodes, size_t n_nodes,
                     const struct gs_place_request *pods, size_t n_pods,
                     const struct gs_place_replay_opts *opts, struct gs_place_replay_result *out,
                     gs_error_t *err);
+
+/* Gives back what gs_place_commit took for r on ch's node: r and ch must be those of an
+ * earlier commit on this cluster that has not been released yet. */
+void gs_place_release(gs_place_cluster_t *c, const struct gs_place_request *r,
+                      const struct gs_place_choice *ch);
 
 #endif

@@ -38,6 +38,8 @@ static int score_node(gs_place_cluster_t *c, enum gs_place_policy p, int i,
     return place_score_gpu_packing(&c->nodes[i], r);
   case GS_PLACE_FGD:
     return place_fgd_score(c, i, r, gpu);
+  case GS_PLACE_FGD_MEM:
+    return place_fgd_mem_score(c, i, r, gpu);
   case GS_PLACE_FIRST_FIT:
     break;
   }
@@ -52,6 +54,8 @@ int gs_place_decide(gs_place_cluster_t *c, enum gs_place_policy p,
   int best = -1, best_score = 0, best_gpu = -1;
   if (p == GS_PLACE_FGD)
     place_fgd_prepare(c, r);
+  if (p == GS_PLACE_FGD_MEM)
+    place_fgd_mem_prepare(c, r);
   for (size_t k = 0; k < c->n; k++) {
     int i = c->tie_order[k], gpu;
     if (!place_fits(&c->nodes[i], r))

@@ -27,6 +27,7 @@ struct place_typical {
   int num_gpu, gpu_milli;
   uint32_t model_mask;
   double p;
+  int64_t mem_mib; /* the least memory a request of this shape asked for; FGD ignores it */
 };
 
 /* A node's FGD score for one request shape, valid while node->version == version. */
@@ -56,6 +57,7 @@ struct gs_place_cluster {
   struct place_shape *shapes;
   size_t n_shapes;
   struct place_shape *cur_shape; /* FGD's cache column for the request being decided */
+  struct place_fgd_mem *fgd_mem; /* fgd-mem's caches, made on its first decision */
 };
 
 /* place-model.c */
@@ -75,5 +77,11 @@ int place_fgd_score(gs_place_cluster_t *c, int node, const struct gs_place_reque
                     int *gpu);
 int place_fgd_sigmoid_score(double frag_before, double frag_after);
 void place_fgd_prepare(gs_place_cluster_t *c, const struct gs_place_request *r);
+
+/* place-policy-fgd-mem.c */
+void place_fgd_mem_prepare(gs_place_cluster_t *c, const struct gs_place_request *r);
+int place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
+                        int *gpu);
+void place_fgd_mem_free(struct place_fgd_mem *m);
 
 #endif

@@ -12,6 +12,7 @@ static const char *const policy_names[] = {
   [GS_PLACE_BEST_FIT] = "best-fit",
   [GS_PLACE_GPU_PACKING] = "gpu-packing",
   [GS_PLACE_FGD] = "fgd",
+  [GS_PLACE_FGD_MEM] = "fgd-mem",
 };
 
 int gs_place_policy_from_name(const char *name, enum gs_place_policy *out)
@@ -109,6 +110,7 @@ void gs_place_cluster_free(gs_place_cluster_t *c)
   for (size_t i = 0; i < c->n_shapes; i++)
     free(c->shapes[i].entries);
   free(c->shapes);
+  place_fgd_mem_free(c->fgd_mem);
   free(c->typical);
   free(c->tie_order);
   free(c->nodes);
@@ -209,6 +211,25 @@ void gs_place_commit(gs_place_cluster_t *c, const struct gs_place_request *r,
     if (ch->gpu_mask & (UINT32_C(1) << g)) {
       nd->left[g] = (int16_t) (nd->left[g] - r->gpu_milli);
       c->gpu_allocated += r->gpu_milli;
+    }
+  place_node_refresh(nd);
+  nd->version++;
+  nd->frag = place_fgd_frag(c, nd->model, nd->cpu_left, nd->left, nd->gpus);
+}
+
+/* The exact inverse of gs_place_commit: the node's summaries, its version (so cached scores
+ * go stale) and its fragment are recomputed the same way, so a commit then a release leaves
+ * the cluster as it was. */
+void gs_place_release(gs_place_cluster_t *c, const struct gs_place_request *r,
+                      const struct gs_place_choice *ch)
+{
+  struct place_node *nd = &c->nodes[ch->node];
+  nd->cpu_left += r->cpu_milli;
+  nd->mem_left += r->mem_mib;
+  for (int g = 0; g < nd->gpus; g++)
+    if (ch->gpu_mask & (UINT32_C(1) << g)) {
+      nd->left[g] = (int16_t) (nd->left[g] + r->gpu_milli);
+      c->gpu_allocated -= r->gpu_milli;
     }
   place_node_refresh(nd);
   nd->version++;

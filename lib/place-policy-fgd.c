@@ -216,15 +216,20 @@ static size_t group_shapes(struct shape_count *sc, const struct gs_place_request
   for (size_t i = 0; i < n; i++) {
     const struct gs_place_request *r = &reqs[i];
     sc[i] = (struct shape_count) { { r->cpu_milli, r->num_gpu, r->num_gpu ? r->gpu_milli : 0,
-                                     r->num_gpu ? r->model_mask : GS_PLACE_ANY_MODEL, 0 }, 1 };
+                                     r->num_gpu ? r->model_mask : GS_PLACE_ANY_MODEL, 0,
+                                     r->mem_mib }, 1 };
   }
   qsort(sc, n, sizeof(*sc), cmp_shape);
   size_t groups = 0;
   for (size_t i = 0; i < n; i++) {
-    if (groups > 0 && cmp_shape(&sc[groups - 1], &sc[i]) == 0)
+    if (groups > 0 && cmp_shape(&sc[groups - 1], &sc[i]) == 0) {
+      struct place_typical *t = &sc[groups - 1].t;
       sc[groups - 1].count++;
-    else
+      if (sc[i].t.mem_mib < t->mem_mib)
+        t->mem_mib = sc[i].t.mem_mib;
+    } else {
       sc[groups++] = sc[i];
+    }
   }
   return groups;
 }

@@ -1,0 +1,222 @@
+/* fgd-mem: FGD (place-policy-fgd.c) with two changes that the openb traces reward.
+ *
+ * 1. The fragment counts memory. FGD asks whether a typical request still fits a node by
+ *    model, CPU and GPUs only, so it happily fills a node's memory and strands the GPUs
+ *    behind it. Here a typical request m also needs the node's free memory to hold m's
+ *    memory (the least that a request of m's shape asked for).
+ * 2. Ties are broken toward packing only where packing is safe. Replacing FGD's random
+ *    tie order by best-fit for every request loses points (GPU requests spread over equal
+ *    nodes do better), but among nodes of equal score a CPU-only request goes to the one
+ *    with the least idle GPU, where its CPU cannot strand GPUs, and a sharing request takes
+ *    the tightest of its node's equally scored GPUs, keeping roomier leftovers whole.
+ *
+ * Score: FGD's truncated sigmoid of the fragment change (0..100) × 1000 + the tie term
+ * (0..800), so the tie term never outweighs a point of FGD's score. Nodes of equal total
+ * still fall to the cluster's tie order. Speed, as for FGD: each node's fragment and its
+ * score per request shape are cached until the node's version changes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "place-internal.h"
+
+#define SCORE_SCALE 1000 /* a point of FGD's score, in units of the tie term */
+
+struct mem_frag {
+  uint32_t version; /* the node's version when f was computed; 0 never matches */
+  double f;
+};
+
+struct mem_shape {
+  int64_t cpu_milli, mem_mib;
+  int num_gpu, gpu_milli;
+  struct place_cache_entry *entries; /* one per node */
+};
+
+struct place_fgd_mem {
+  struct mem_frag *frag; /* one per node */
+  struct mem_shape *shapes;
+  size_t n_shapes;
+  struct mem_shape *cur; /* the column of the request being decided; NULL: uncached */
+};
+
+/* Whether typical request m could run on a node with this much CPU and memory left;
+ * the GPUs are counted by the caller. */
+static bool typical_may_fit(const struct place_typical *m, int model, int64_t cpu_left,
+                            int64_t mem_left)
+{
+  return m->num_gpu > 0 && model >= 0 && (m->model_mask & (UINT32_C(1) << model)) &&
+         cpu_left >= m->cpu_milli && mem_left >= m->mem_mib;
+}
+
+/* F_n(M) as place_fgd_frag defines it, with memory in the fit test. */
+static double frag_of(const gs_place_cluster_t *c, const struct place_node *nd, int64_t cpu_left,
+                      int64_t mem_left, const int16_t *left)
+{
+  int total = 0;
+  for (int g = 0; g < nd->gpus; g++)
+    total += left[g];
+  if (total == 0)
+    return 0;
+  double f = 0;
+  for (size_t k = 0; k < c->n_typical; k++) {
+    const struct place_typical *m = &c->typical[k];
+    int frag = total;
+    if (typical_may_fit(m, nd->model, cpu_left, mem_left)) {
+      int fit = 0, small = 0;
+      for (int g = 0; g < nd->gpus; g++) {
+        if (left[g] >= m->gpu_milli)
+          fit++;
+        else
+          small += left[g];
+      }
+      if (fit >= m->num_gpu)
+        frag = small;
+    }
+    f += m->p * frag;
+  }
+  return f;
+}
+
+static double node_frag(gs_place_cluster_t *c, int node)
+{
+  const struct place_node *nd = &c->nodes[node];
+  struct mem_frag *e = c->fgd_mem ? &c->fgd_mem->frag[node] : NULL;
+  if (e && e->version == nd->version)
+    return e->f;
+  double f = frag_of(c, nd, nd->cpu_left, nd->mem_left, nd->left);
+  if (e)
+    *e = (struct mem_frag) { nd->version, f };
+  return f;
+}
+
+/* FGD's score for taking r's share from the GPUs in mask. */
+static int score_mask(const gs_place_cluster_t *c, const struct place_node *nd, double before,
+                      const struct gs_place_request *r, uint32_t mask)
+{
+  int16_t left[GS_PLACE_MAX_GPUS];
+  memcpy(left, nd->left, sizeof(left));
+  for (int g = 0; g < nd->gpus; g++)
+    if (mask & (UINT32_C(1) << g))
+      left[g] = (int16_t) (left[g] - r->gpu_milli);
+  double after = frag_of(c, nd, nd->cpu_left - r->cpu_milli, nd->mem_left - r->mem_mib, left);
+  return place_fgd_sigmoid_score(before, after);
+}
+
+/* A sharing request: the best-scoring GPU, the tightest among equals (lowest index after
+ * that). Each distinct leftover is scored once, since equal leftovers score the same. */
+static int score_sharing(const gs_place_cluster_t *c, const struct place_node *nd, double before,
+                         const struct gs_place_request *r, int *gpu)
+{
+  int best = -1;
+  *gpu = -1;
+  for (int g = 0; g < nd->gpus; g++) {
+    if (nd->left[g] < r->gpu_milli)
+      continue;
+    bool seen = false;
+    for (int h = 0; h < g && !seen; h++)
+      seen = nd->left[h] == nd->left[g];
+    if (seen)
+      continue;
+    int s = score_mask(c, nd, before, r, UINT32_C(1) << g);
+    if (*gpu < 0 || s > best || (s == best && nd->left[g] < nd->left[*gpu])) {
+      best = s;
+      *gpu = g;
+    }
+  }
+  return best;
+}
+
+static int score_uncached(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
+                          int *gpu)
+{
+  const struct place_node *nd = &c->nodes[node];
+  double before = node_frag(c, node);
+  if (place_is_sharing(r))
+    return score_sharing(c, nd, before, r, gpu);
+  *gpu = -1;
+  uint32_t mask = r->num_gpu ? place_pick_tightest(nd, r->num_gpu, r->gpu_milli) : 0;
+  return score_mask(c, nd, before, r, mask);
+}
+
+/* The cache column for r's shape, made on first use; NULL when there are too many shapes
+ * or no memory, and scoring then goes uncached. */
+static struct mem_shape *shape_for(gs_place_cluster_t *c, struct place_fgd_mem *m,
+                                   const struct gs_place_request *r)
+{
+  for (size_t i = m->n_shapes; i-- > 0;) {
+    struct mem_shape *s = &m->shapes[i];
+    if (s->cpu_milli == r->cpu_milli && s->mem_mib == r->mem_mib && s->num_gpu == r->num_gpu &&
+        s->gpu_milli == r->gpu_milli)
+      return s;
+  }
+  if (m->n_shapes == PLACE_MAX_SHAPES)
+    return NULL;
+  if ((m->n_shapes & (m->n_shapes - 1)) == 0) { /* grow at powers of two */
+    size_t cap = m->n_shapes ? m->n_shapes * 2 : 16;
+    void *p = realloc(m->shapes, cap * sizeof(*m->shapes));
+    if (!p)
+      return NULL;
+    m->shapes = p;
+  }
+  struct place_cache_entry *e = calloc(c->n, sizeof(*e));
+  if (!e)
+    return NULL;
+  struct mem_shape *s = &m->shapes[m->n_shapes++];
+  *s = (struct mem_shape) { r->cpu_milli, r->mem_mib, r->num_gpu, r->gpu_milli, e };
+  return s;
+}
+
+/* Makes the caches on the first decision. Without memory the policy still decides the
+ * same way, only uncached. Every cached value is keyed by the node's version, which
+ * commits, releases and gs_place_set_workload all bump, so none can go stale. */
+void place_fgd_mem_prepare(gs_place_cluster_t *c, const struct gs_place_request *r)
+{
+  if (!c->fgd_mem) {
+    struct place_fgd_mem *m = calloc(1, sizeof(*m));
+    if (m)
+      m->frag = calloc(c->n, sizeof(*m->frag));
+    if (!m || !m->frag) {
+      free(m);
+      return;
+    }
+    c->fgd_mem = m;
+  }
+  c->fgd_mem->cur = shape_for(c, c->fgd_mem, r);
+}
+
+/* The tie term: a CPU-only request prefers the node with the least idle GPU. */
+static int tie_term(const struct place_node *nd, const struct gs_place_request *r)
+{
+  if (r->num_gpu > 0)
+    return 0;
+  return (GS_PLACE_MAX_GPUS * GS_PLACE_MILLI - nd->gpu_left_sum) / 20; /* 0..800 */
+}
+
+int place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
+                        int *gpu)
+{
+  const struct place_node *nd = &c->nodes[node];
+  struct mem_shape *col = c->fgd_mem ? c->fgd_mem->cur : NULL;
+  struct place_cache_entry *e = col ? &col->entries[node] : NULL;
+  int s;
+  if (e && e->version == nd->version) {
+    s = e->score;
+    *gpu = e->gpu;
+  } else {
+    s = score_uncached(c, node, r, gpu);
+    if (e)
+      *e = (struct place_cache_entry) { nd->version, (int16_t) s, (int16_t) *gpu };
+  }
+  return s * SCORE_SCALE + tie_term(nd, r);
+}
+
+void place_fgd_mem_free(struct place_fgd_mem *m)
+{
+  if (!m)
+    return;
+  for (size_t i = 0; i < m->n_shapes; i++)
+    free(m->shapes[i].entries);
+  free(m->shapes);
+  free(m->frag);
+  free(m);
+}

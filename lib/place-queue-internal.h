@@ -1,0 +1,63 @@
+/* Internal state of the scheduler (gs-place-queue.h), shared by place-queue.c (queues,
+ * pods, usage), place-preempt.c (victims) and place-gang.c (submissions) only. */
+#ifndef GS_PLACE_QUEUE_INTERNAL_H
+#define GS_PLACE_QUEUE_INTERNAL_H
+
+#include "gs-place-queue.h"
+#include "place-internal.h"
+
+struct place_queue {
+  char *name;
+  int64_t quota;
+  int weight;
+  int64_t in_use;   /* GPU-milli of its in-quota pods, <= quota */
+  int64_t over_use; /* GPU-milli of its over-quota pods */
+  size_t pods;
+};
+
+struct place_pod {
+  uint64_t id;
+  struct gs_place_request r; /* name, queue and labels cleared: the caller owns those */
+  char name[GS_PLACE_NAME_MAX];
+  int queue;
+  struct gs_place_choice ch;
+  bool in_quota;
+  bool evicting; /* preempted by the submission in progress: off the cluster, still listed */
+};
+
+struct gs_place_sched {
+  gs_place_cluster_t *c;
+  enum gs_place_policy policy;
+  char **node_names;
+  struct place_queue *queues; /* the caller's, then "default" last */
+  size_t n_queues;
+  struct place_pod *pods; /* in the order they were placed */
+  size_t n_pods, cap_pods;
+  uint64_t next_id;
+};
+
+/* A submission in progress, so that a failure can put everything back: the pods it added
+ * are those past pods_before; the pods it preempted are marked evicting and listed here. */
+struct place_txn {
+  size_t pods_before;
+  size_t victims[GS_PLACE_VICTIMS_MAX];
+  size_t n_victims;
+};
+
+/* place-queue.c */
+#define PLACE_DEFAULT_QUEUE "default"
+int place_queue_find(const gs_place_sched_t *s, const char *name);
+int64_t place_pod_milli(const struct gs_place_request *r);
+int place_pods_reserve(gs_place_sched_t *s, size_t more);
+size_t place_pod_add(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
+                     const struct gs_place_choice *ch, bool in_quota);
+void place_pod_drop_last(gs_place_sched_t *s);
+void place_pod_evict(gs_place_sched_t *s, size_t i);
+void place_pod_unevict(gs_place_sched_t *s, size_t i);
+void place_pods_purge_evicted(gs_place_sched_t *s);
+
+/* place-preempt.c */
+int place_preempt(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
+                  struct place_txn *t, struct gs_place_choice *ch);
+
+#endif
