@@ -4,7 +4,8 @@ tenant: the interposer must hand back the driver's own result where it has nothi
 Usage: python3 quota_probe.py COMMAND; prints one JSON object.
   meminfo-null   cuMemGetInfo_v2 with NULL arguments (and once with none, for the values)
   free-unknown   cuMemFree_v2 of pointers the interposer never saw: one never allocated,
-                 one freed twice; and cuMemGetInfo_v2 before and after"""
+                 one freed twice; and cuMemGetInfo_v2 before and after
+  alloc-and-exit allocates 800 MiB and exits normally without freeing it"""
 import ctypes as C
 import json
 import sys
@@ -32,7 +33,12 @@ def cmd_free_unknown(cu):
             "before": list(before), "after": list(cu.mem_info())}
 
 
-COMMANDS = {"meminfo-null": cmd_meminfo_null, "free-unknown": cmd_free_unknown}
+def cmd_alloc_and_exit(cu):
+    cu.alloc(800 << 20)
+    return {"allocated": 800 << 20}
+
+
+COMMANDS = {"meminfo-null": cmd_meminfo_null, "free-unknown": cmd_free_unknown, "alloc-and-exit": cmd_alloc_and_exit}
 
 if __name__ == "__main__":
     print(json.dumps(COMMANDS[sys.argv[1]](Cuda(0))), flush=True)

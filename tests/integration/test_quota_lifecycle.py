@@ -2,6 +2,10 @@
 within a second (run's reaper) or at the next allocation by any of the tenant's processes,
 and the children a command starts, by fork and exec, are charged to the same tenant.
 (pid reuse is covered by the ledger's unit tests, tests/unit/test_lib_ledger.c.)"""
+import os
+import sys
+from pathlib import Path
+
 import pytest
 
 from quota_env import driver, gpuslice_run, json_lines, quota_env
@@ -49,3 +53,44 @@ def test_grandchildren_of_a_forking_driver_share_the_tenant(env):
     assert lines[1]["rc"] == 0, lines[1]
     assert lines[1]["out"][0]["allocated_bytes"] == 400 * MIB
     assert lines[2]["released"] == 0
+
+
+def test_normal_exit_gives_memory_back_at_once(tmp_path):
+    """A process that exits without freeing gives its memory back as it exits, not when a
+    reaper notices. `gpuslice run`'s reaper is stopped (SIGSTOP) for the test, and reading
+    the slice allocates nothing, so only the exiting process itself can have done it."""
+    import signal
+    import subprocess
+    import time
+
+    from quota_env import GPUSLICE, PRELOAD, for_python, quota_env, state_dir
+    from wl_run import info
+
+    env = quota_env(tmp_path)
+    owner = subprocess.Popen([str(GPUSLICE), "run", "--name", "exit", "--vram", "1Gi", "--", "sleep", "60"],
+                             env=env)
+    try:
+        ledger = state_dir(env) / "tenants" / "exit"
+        for _ in range(200):
+            if ledger.exists():
+                break
+            time.sleep(0.01)
+        assert ledger.exists()
+        os.kill(owner.pid, signal.SIGSTOP)
+        tenant = dict(env, GPUSLICE_TENANT="exit", LD_PRELOAD=str(PRELOAD),
+                      ASAN_OPTIONS="verify_asan_link_order=0")
+        probe = Path(__file__).resolve().parent / "quota_probe.py"
+        py = for_python(dict(tenant))
+        if py.get("LD_PRELOAD") != str(PRELOAD):  # sanitizer builds: the ASan runtime, then gpuslice
+            py["LD_PRELOAD"] = py["LD_PRELOAD"] + ":" + str(PRELOAD)
+            py["ASAN_OPTIONS"] += ":verify_asan_link_order=0"
+        r = subprocess.run([sys.executable, str(probe), "alloc-and-exit"], env=py, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        dev = info(tenant)["devices"][0]
+        assert dev["ctx_total_bytes"] == 1 << 30
+        assert dev["free_bytes"] == 1 << 30
+    finally:
+        os.kill(owner.pid, signal.SIGCONT)
+        owner.terminate()
+        owner.wait(timeout=30)
