@@ -1,16 +1,23 @@
-/* fgd-mem: FGD (place-policy-fgd.c) with two changes that the openb traces reward.
+/* fgd-mem: FGD (place-policy-fgd.c) with three changes that the openb traces reward.
  *
  * 1. The fragment counts memory. FGD asks whether a typical request still fits a node by
  *    model, CPU and GPUs only, so it happily fills a node's memory and strands the GPUs
  *    behind it. Here a typical request m also needs the node's free memory to hold m's
  *    memory (the least that a request of m's shape asked for).
- * 2. Ties are broken toward packing only where packing is safe. Replacing FGD's random
+ * 2. A sharing request (one GPU, part of it) is packed by best fit at the GPU: it takes
+ *    the GPU, in the whole cluster, whose leftover after it is the smallest, and FGD's
+ *    score only breaks ties between GPUs of equal leftover. Leftovers that another
+ *    sharing request can still fill stay roomy, and idle GPUs stay whole.
+ * 3. Ties are broken toward packing only where packing is safe. Replacing FGD's random
  *    tie order by best-fit for every request loses points (GPU requests spread over equal
  *    nodes do better), but among nodes of equal score a CPU-only request goes to the one
- *    with the least idle GPU, where its CPU cannot strand GPUs, and a sharing request takes
- *    the tightest of its node's equally scored GPUs, keeping roomier leftovers whole.
+ *    with the least idle GPU, where its CPU cannot strand GPUs, and a whole-GPU request
+ *    avoids fully idle nodes of 4 or more GPUs, which FGD's typical requests (multi-GPU
+ *    shapes are too rare to be typical) do not protect but 4- and 8-GPU requests need.
+ *    Among the nodes left, GPU requests keep FGD's random tie order.
  *
- * Score: FGD's truncated sigmoid of the fragment change (0..100) × 1000 + the tie term
+ * Score: for a sharing request, (1000 − its GPU's leftover after it) × 1000 + FGD's score;
+ * otherwise FGD's truncated sigmoid of the fragment change (0..100) × 1000 + the tie term
  * (0..800), so the tie term never outweighs a point of FGD's score. Nodes of equal total
  * still fall to the cluster's tie order. Speed, as for FGD: each node's fragment and its
  * score per request shape are cached until the node's version changes. */
@@ -102,28 +109,16 @@ static int score_mask(const gs_place_cluster_t *c, const struct place_node *nd, 
   return place_fgd_sigmoid_score(before, after);
 }
 
-/* A sharing request: the best-scoring GPU, the tightest among equals (lowest index after
- * that). Each distinct leftover is scored once, since equal leftovers score the same. */
+/* A sharing request: the tightest GPU that holds it (lowest index among equals, which
+ * score the same), with FGD's score for taking it; -1 and no GPU when none holds it. */
 static int score_sharing(const gs_place_cluster_t *c, const struct place_node *nd, double before,
                          const struct gs_place_request *r, int *gpu)
 {
-  int best = -1;
   *gpu = -1;
-  for (int g = 0; g < nd->gpus; g++) {
-    if (nd->left[g] < r->gpu_milli)
-      continue;
-    bool seen = false;
-    for (int h = 0; h < g && !seen; h++)
-      seen = nd->left[h] == nd->left[g];
-    if (seen)
-      continue;
-    int s = score_mask(c, nd, before, r, UINT32_C(1) << g);
-    if (*gpu < 0 || s > best || (s == best && nd->left[g] < nd->left[*gpu])) {
-      best = s;
+  for (int g = 0; g < nd->gpus; g++)
+    if (nd->left[g] >= r->gpu_milli && (*gpu < 0 || nd->left[g] < nd->left[*gpu]))
       *gpu = g;
-    }
-  }
-  return best;
+  return *gpu < 0 ? -1 : score_mask(c, nd, before, r, UINT32_C(1) << *gpu);
 }
 
 static int score_uncached(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
@@ -184,11 +179,12 @@ void place_fgd_mem_prepare(gs_place_cluster_t *c, const struct gs_place_request 
   c->fgd_mem->cur = shape_for(c, c->fgd_mem, r);
 }
 
-/* The tie term: a CPU-only request prefers the node with the least idle GPU. */
+/* The tie term: a CPU-only request prefers the node with the least idle GPU; a whole-GPU
+ * request any node but a fully idle one of 4 or more GPUs. */
 static int tie_term(const struct place_node *nd, const struct gs_place_request *r)
 {
   if (r->num_gpu > 0)
-    return 0;
+    return nd->free_gpus == nd->gpus && nd->gpus >= 4 ? 0 : 800;
   return (GS_PLACE_MAX_GPUS * GS_PLACE_MILLI - nd->gpu_left_sum) / 20; /* 0..800 */
 }
 
@@ -207,6 +203,8 @@ int place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_place_r
     if (e)
       *e = (struct place_cache_entry) { nd->version, (int16_t) s, (int16_t) *gpu };
   }
+  if (place_is_sharing(r) && *gpu >= 0) /* best fit at the GPU first, then FGD's score */
+    return (GS_PLACE_MILLI - (nd->left[*gpu] - r->gpu_milli)) * SCORE_SCALE + s;
   return s * SCORE_SCALE + tie_term(nd, r);
 }
 

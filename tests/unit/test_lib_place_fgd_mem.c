@@ -1,8 +1,8 @@
 /* fgd-mem on clusters small enough to follow by hand: each case is a cluster, a workload,
  * requests committed first, and one request that fgd-mem must place differently from FGD
  * (memory in the fragment, a CPU-only request onto the node with the least idle GPU, a
- * sharing request onto the tightest of equally scored GPUs). Plus the name, and caches that
- * follow commits and releases. */
+ * sharing request onto the tightest GPU of the cluster, a whole-GPU request kept off a fully
+ * idle 4-GPU node). Plus the name, and caches that follow commits and releases. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,6 +59,25 @@ static const struct decision_case cases[] = {
     .n_pre = 2,
     .r = { .cpu_milli = 100, .mem_mib = 100, .num_gpu = 1, .gpu_milli = 300 },
     .fgd_node = 0, .fgd_gpu = 1, .fgd_mem_node = 0, .fgd_mem_gpu = 2 },
+  /* FGD's fragment change is -300 on either partly used GPU, so it takes the first node;
+   * fgd-mem takes the GPU with the least room left anywhere: 400 on node b. */
+  { .what = "a sharing request with a tighter GPU on another node",
+    .nodes = { { "a", 16000, 16000, 2, "T4" }, { "b", 16000, 16000, 2, "T4" } }, .n_nodes = 2,
+    .workload = { .cpu_milli = 1000, .mem_mib = 1000, .num_gpu = 1, .gpu_milli = 1000 },
+    .pre = { { { .cpu_milli = 100, .mem_mib = 100, .num_gpu = 1, .gpu_milli = 200 }, 0, 1 },
+             { { .cpu_milli = 100, .mem_mib = 100, .num_gpu = 1, .gpu_milli = 600 }, 1, 1 } },
+    .n_pre = 2,
+    .r = { .cpu_milli = 100, .mem_mib = 100, .num_gpu = 1, .gpu_milli = 300 },
+    .fgd_node = 0, .fgd_gpu = 0, .fgd_mem_node = 1, .fgd_mem_gpu = 0 },
+  /* A whole GPU changes no fragment on either node; fgd-mem keeps the fully idle 4-GPU node
+   * for the rare pods that need all of it. */
+  { .what = "a whole-GPU request and a fully idle 4-GPU node",
+    .nodes = { { "a", 64000, 64000, 4, "V100" }, { "b", 64000, 64000, 4, "V100" } }, .n_nodes = 2,
+    .workload = { .cpu_milli = 1000, .mem_mib = 1000, .num_gpu = 1, .gpu_milli = 1000 },
+    .pre = { { { .cpu_milli = 1000, .mem_mib = 1000, .num_gpu = 1, .gpu_milli = 1000 }, 1, 1 } },
+    .n_pre = 1,
+    .r = { .cpu_milli = 1000, .mem_mib = 1000, .num_gpu = 1, .gpu_milli = 1000 },
+    .fgd_node = 0, .fgd_gpu = -1, .fgd_mem_node = 1, .fgd_mem_gpu = -1 },
 };
 
 static gs_place_cluster_t *make(const struct decision_case *k)
