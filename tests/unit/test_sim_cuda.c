@@ -127,17 +127,20 @@ static void test_sim_busy_kernel_runs_for_its_parameter(void **state)
   assert_int_equal(cuStreamCreate(&s, 0), CUDA_SUCCESS);
   assert_int_equal(cuEventCreate(&a, 0), CUDA_SUCCESS);
   assert_int_equal(cuEventCreate(&b, 0), CUDA_SUCCESS);
+  /* Wall-clock bounds only say "not early" and "not ignored": how late a loaded machine
+   * wakes a process is no test's business (the integration tests hold medians to 5%). The
+   * events are the device's own clock and must show the kernel's time. */
   double t0 = now_ms();
   assert_int_equal(cuEventRecord(a, s), CUDA_SUCCESS);
-  launch_us(s, 10000);
+  launch_us(s, 50000);
   assert_int_equal(cuEventRecord(b, s), CUDA_SUCCESS);
-  assert_true(now_ms() - t0 < 2.0); /* launches are asynchronous */
+  /* Launches are asynchronous: the kernel is still running when the launch returns. */
   assert_int_equal(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
   assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
   double wall = now_ms() - t0;
   assert_int_equal(cuEventElapsedTime_v2(&ms, a, b), CUDA_SUCCESS);
-  assert_true(wall >= 9.5 && wall < 10.5);
-  assert_true(ms >= 9.5f && ms < 10.5f);
+  assert_true(wall >= 49.9 && wall < 1000.0);
+  assert_true(ms >= 47.5f && ms < 52.5f);
   assert_int_equal(cuStreamDestroy_v2(s), CUDA_SUCCESS);
 }
 
@@ -150,16 +153,14 @@ static void test_graph_replays_captured_kernels(void **state)
   size_t n = 0;
   assert_int_equal(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
   assert_int_equal(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  double t0 = now_ms();
   for (int i = 0; i < 4; i++)
     launch_us(s, 2000);
   assert_int_equal(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
   assert_int_equal(cuStreamQuery(s), CUDA_SUCCESS); /* captured, not run */
-  assert_true(now_ms() - t0 < 2.0);
   assert_int_equal(cuGraphGetNodes(g, NULL, &n), CUDA_SUCCESS);
   assert_int_equal(n, 4);
   assert_int_equal(cuGraphInstantiateWithFlags(&x, g, 0), CUDA_SUCCESS);
-  t0 = now_ms();
+  double t0 = now_ms();
   assert_int_equal(cuGraphLaunch(x, s), CUDA_SUCCESS);
   assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
   assert_true(now_ms() - t0 >= 7.9);
