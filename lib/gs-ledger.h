@@ -21,7 +21,7 @@
 #include "gs-error.h"
 
 #define GS_LEDGER_MAGIC 0x4753544e414e5431ULL /* "GSTNANT1" */
-#define GS_LEDGER_VERSION 1
+#define GS_LEDGER_VERSION 2
 #define GS_LEDGER_MAX_GPUS 16
 #define GS_LEDGER_MAX_PROCS 1024
 #define GS_LEDGER_NAME_MAX 64
@@ -34,6 +34,26 @@ struct gs_ledger_gpu {
   uint32_t pad;
   _Atomic uint64_t used_bytes;
   _Atomic uint64_t peak_bytes;
+  /* Compute, written by the tenant's processes as they take and give back turns on the GPU
+   * (see gs-compute.h): device time used, time spent waiting at the gate, and the share
+   * of the device's busy time the tenant had over the last accounting window. */
+  _Atomic uint64_t gpu_ns;
+  _Atomic uint64_t throttled_ns;
+  _Atomic uint32_t share_ppm;
+  uint32_t pad2;
+};
+
+/* How a tenant's compute share behaves when the GPU has spare time. */
+enum gs_compute_policy { GS_COMPUTE_SHARE = 0, GS_COMPUTE_CAP = 1 };
+/* NORMAL is 0 so that a zeroed spec means normal priority. */
+enum gs_priority { GS_PRIO_NORMAL = 0, GS_PRIO_LOW = 1, GS_PRIO_HIGH = 2 };
+
+/* The tenant's compute limit, the same on every GPU it uses. limit_pct 0 means none. */
+struct gs_ledger_compute {
+  _Atomic uint32_t limit_pct;  /* 1..100, or 0 */
+  _Atomic uint32_t policy;     /* enum gs_compute_policy */
+  _Atomic uint32_t priority;   /* enum gs_priority */
+  uint32_t pad;
 };
 
 enum { GS_SLOT_FREE = 0, GS_SLOT_CLAIMING, GS_SLOT_LIVE, GS_SLOT_REAPING };
@@ -56,6 +76,7 @@ struct gs_ledger {
   uint64_t owner_start_time;
   uint64_t created_unix_ns;
   uint64_t context_reserve_bytes;     /* charged per CUDA context */
+  struct gs_ledger_compute compute;
   struct gs_ledger_gpu gpu[GS_LEDGER_MAX_GPUS];
   struct gs_ledger_proc proc[GS_LEDGER_MAX_PROCS];
 };
@@ -67,6 +88,9 @@ struct gs_ledger_spec {
   uint64_t limit_bytes[GS_LEDGER_MAX_GPUS];    /* GS_LIMIT_NONE for none */
   uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];      /* overrides limit_bytes when non-zero */
   uint64_t context_reserve_bytes;
+  uint32_t compute_pct;                        /* 0 for no compute limit */
+  uint32_t compute_policy;                     /* enum gs_compute_policy */
+  uint32_t priority;                           /* enum gs_priority */
 };
 
 /* The state directory: GPUSLICE_STATE_DIR, else /run/gpuslice for root, else

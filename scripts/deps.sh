@@ -11,8 +11,14 @@
 #   procps                            process tools the tests use (ps, pgrep)
 #   libc6-dev                         headers and libdl/libpthread
 #   clang libclang-rt-dev             libFuzzer, for the parsers' fuzz tests (fuzz/)
+#   libmicrohttpd-dev                 the daemon's HTTP server (Unix socket API and /metrics)
+#   libsqlite3-dev sqlite3            the daemon's usage ledger; the tests inspect it with sqlite3
+#   libcurl4-openssl-dev              the CLI's HTTP client for the daemon's socket
+#   libncurses-dev                    `gpuslice top`
+#   prometheus                        the metrics tests run promtool and a real Prometheus
+#   chromium fonts-dejavu-core        the planner's HTML report is rendered headless in a test
 
-GS_DEPS="cmake ninja-build gcc pkg-config libc6-dev libcmocka-dev libjansson-dev python3 python3-pytest binutils procps clang libclang-rt-dev"
+GS_DEPS="cmake ninja-build gcc pkg-config libc6-dev libcmocka-dev libjansson-dev python3 python3-pytest binutils procps clang libclang-rt-dev libmicrohttpd-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev libncurses-dev prometheus chromium fonts-dejavu-core"
 
 gs_missing_deps() {
   local p missing=""
