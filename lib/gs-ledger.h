@@ -48,9 +48,9 @@ enum gs_compute_policy { GS_COMPUTE_SHARE = 0, GS_COMPUTE_CAP = 1 };
 /* NORMAL is 0 so that a zeroed spec means normal priority. */
 enum gs_priority { GS_PRIO_NORMAL = 0, GS_PRIO_LOW = 1, GS_PRIO_HIGH = 2 };
 
-/* The tenant's compute limit, the same on every GPU it uses. limit_pct 0 means none. */
+/* The tenant's compute limit, the same on every GPU it uses. limit_ppm 0 means none. */
 struct gs_ledger_compute {
-  _Atomic uint32_t limit_pct;  /* 1..100, or 0 */
+  _Atomic uint32_t limit_ppm;  /* share of the GPU in millionths (1..1000000), or 0 */
   _Atomic uint32_t policy;     /* enum gs_compute_policy */
   _Atomic uint32_t priority;   /* enum gs_priority */
   uint32_t pad;
@@ -88,7 +88,7 @@ struct gs_ledger_spec {
   uint64_t limit_bytes[GS_LEDGER_MAX_GPUS];    /* GS_LIMIT_NONE for none */
   uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];      /* overrides limit_bytes when non-zero */
   uint64_t context_reserve_bytes;
-  uint32_t compute_pct;                        /* 0 for no compute limit */
+  uint32_t compute_ppm;                        /* millionths of the GPU; 0 for no compute limit */
   uint32_t compute_policy;                     /* enum gs_compute_policy */
   uint32_t priority;                           /* enum gs_priority */
 };

@@ -43,7 +43,7 @@ struct gs_snap_tenant {
   uint64_t vram_used_bytes;
   uint64_t vram_limit_bytes;        /* UINT64_MAX when unlimited */
   double compute_share;             /* 0..1: share of the GPU's time over the last window */
-  double compute_limit;             /* 0..1; 1 when unlimited */
+  double compute_limit;             /* 0..1; 0 when unlimited */
   int compute_policy;               /* enum gs_compute_policy */
   int priority;                     /* enum gs_priority */
   uint64_t gpu_ns;                  /* device time used, cumulative */

@@ -128,7 +128,7 @@ static void fill(struct gs_ledger *l, const struct gs_ledger_spec *spec)
   l->owner_start_time = gs_proc_start_time(getpid());
   l->created_unix_ns = (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
   l->context_reserve_bytes = spec->context_reserve_bytes;
-  atomic_init(&l->compute.limit_pct, spec->compute_pct);
+  atomic_init(&l->compute.limit_ppm, spec->compute_ppm);
   atomic_init(&l->compute.policy, spec->compute_policy);
   atomic_init(&l->compute.priority, spec->priority);
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
