@@ -84,6 +84,10 @@ static void fill_spec(const struct run_tenant *t, struct gs_ledger_spec *spec)
   spec->name = t->name;
   spec->labels = t->labels;
   spec->context_reserve_bytes = t->context_reserve;
+  spec->compute_ppm = t->compute_ppm;
+  spec->compute_policy = t->compute_policy;
+  spec->priority = t->priority;
+  spec->slice_ms = t->slice_ms;
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
     bool limited = t->vram_set && (t->gpu < 0 || t->gpu == g);
     spec->limit_bytes[g] = limited && !t->vram_ppm ? t->vram_bytes : GS_LIMIT_NONE;

@@ -16,6 +16,10 @@ struct run_tenant {
   uint64_t vram_ppm;    /* non-zero when --vram was a percentage */
   int gpu;              /* -1: the limit applies to every GPU */
   uint64_t context_reserve;
+  uint32_t compute_ppm;     /* 0: no compute limit */
+  uint32_t compute_policy;  /* enum gs_compute_policy */
+  uint32_t priority;        /* enum gs_priority */
+  uint32_t slice_ms;        /* 0: the GPU's default turn */
   char labels[GS_LEDGER_LABELS_MAX];
   const char *dir;
   struct gs_ledger *ledger;
@@ -28,6 +32,10 @@ int run_tenant_set_gpu(struct run_tenant *t, const char *arg);
 int run_tenant_set_reserve(struct run_tenant *t, const char *arg);
 int run_tenant_set_name(struct run_tenant *t, const char *arg);
 int run_tenant_add_label(struct run_tenant *t, const char *arg);
+int run_tenant_set_compute(struct run_tenant *t, const char *arg);
+int run_tenant_set_compute_policy(struct run_tenant *t, const char *arg);
+int run_tenant_set_priority(struct run_tenant *t, const char *arg);
+int run_tenant_set_slice(struct run_tenant *t, const char *arg);
 
 /* Creates the ledger and sets GPUSLICE_TENANT and GPUSLICE_STATE_DIR. */
 int run_tenant_create(struct run_tenant *t, gs_error_t *err);

@@ -25,7 +25,7 @@ static const char run_usage[] =
   "\n"
   "Runs COMMAND, and every process it starts, as one tenant with the gpuslice interposer\n"
   "(libgpuslice.so) preloaded. The tenant's device memory is held to --vram on every\n"
-  "allocation path. When GPUSLICE_SIM is set, the simulated NVIDIA driver is put first on\n"
+  "allocation path, and its share of GPU time to --compute on every kernel launch path. When GPUSLICE_SIM is set, the simulated NVIDIA driver is put first on\n"
   "LD_LIBRARY_PATH as well.\n"
   "\n"
   "Options:\n"
@@ -35,6 +35,13 @@ static const char run_usage[] =
   "  --name NAME             Tenant name (A-Z a-z 0-9 . _ -); default: run-<pid>\n"
   "  --label KEY=VALUE       A label for the tenant; may be repeated\n"
   "  --context-reserve SIZE  Memory charged for each CUDA context (default 0)\n"
+  "  --compute PCT           The tenant's share of each GPU's time, in (0, 100]; decimals allowed\n"
+  "  --compute-policy P      share (default): PCT is guaranteed under contention and spare time\n"
+  "                          goes to whoever has work; cap: never more than PCT, even when idle\n"
+  "  --priority P            high, normal (default) or low: high-priority kernels wait at most\n"
+  "                          one turn behind lower-priority work\n"
+  "  --slice-ms N            Ask the tenant's GPUs for exclusive turns of N ms (1..10000),\n"
+  "                          weighted by share: honest time-slicing\n"
   "  -h, --help              Show this help and exit\n"
   "\n"
   "Environment set for COMMAND:\n"
@@ -74,6 +81,14 @@ static int tenant_option(struct run_tenant *t, int c, const char *name, const ch
     return run_tenant_add_label(t, arg);
   case 'r':
     return run_tenant_set_reserve(t, arg);
+  case 'c':
+    return run_tenant_set_compute(t, arg);
+  case 'P':
+    return run_tenant_set_compute_policy(t, arg);
+  case 'p':
+    return run_tenant_set_priority(t, arg);
+  case 's':
+    return run_tenant_set_slice(t, arg);
   }
   return -1;
 }
@@ -88,6 +103,10 @@ static int parse_options(int argc, char **argv, struct run_tenant *t)
     { "name", required_argument, NULL, 'n' },
     { "label", required_argument, NULL, 'l' },
     { "context-reserve", required_argument, NULL, 'r' },
+    { "compute", required_argument, NULL, 'c' },
+    { "compute-policy", required_argument, NULL, 'P' },
+    { "priority", required_argument, NULL, 'p' },
+    { "slice-ms", required_argument, NULL, 's' },
     { NULL, 0, NULL, 0 },
   };
   int c, r, which = 0;

@@ -53,7 +53,7 @@ struct gs_ledger_compute {
   _Atomic uint32_t limit_ppm;  /* share of the GPU in millionths (1..1000000), or 0 */
   _Atomic uint32_t policy;     /* enum gs_compute_policy */
   _Atomic uint32_t priority;   /* enum gs_priority */
-  uint32_t pad;
+  _Atomic uint32_t slice_ms;   /* asks the tenant's GPUs for exclusive turns of this length; 0: default */
 };
 
 enum { GS_SLOT_FREE = 0, GS_SLOT_CLAIMING, GS_SLOT_LIVE, GS_SLOT_REAPING };
@@ -91,6 +91,7 @@ struct gs_ledger_spec {
   uint32_t compute_ppm;                        /* millionths of the GPU; 0 for no compute limit */
   uint32_t compute_policy;                     /* enum gs_compute_policy */
   uint32_t priority;                           /* enum gs_priority */
+  uint32_t slice_ms;                           /* 0: the GPU's default turn */
 };
 
 /* The state directory: GPUSLICE_STATE_DIR, else /run/gpuslice for root, else

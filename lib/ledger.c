@@ -131,6 +131,7 @@ static void fill(struct gs_ledger *l, const struct gs_ledger_spec *spec)
   atomic_init(&l->compute.limit_ppm, spec->compute_ppm);
   atomic_init(&l->compute.policy, spec->compute_policy);
   atomic_init(&l->compute.priority, spec->priority);
+  atomic_init(&l->compute.slice_ms, spec->slice_ms);
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
     atomic_init(&l->gpu[g].limit_ppm, spec->limit_ppm[g]);
     atomic_init(&l->gpu[g].limit_bytes, spec->limit_ppm[g] ? GS_LIMIT_NONE : spec->limit_bytes[g]);
