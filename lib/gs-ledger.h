@@ -123,6 +123,21 @@ void gs_ledger_release(struct gs_ledger *l, struct gs_ledger_proc *p, int gpu, u
 /* The limit on gpu in bytes, resolving a percentage against the device's total memory. */
 uint64_t gs_ledger_limit(struct gs_ledger *l, int gpu, uint64_t device_total);
 
+/* While the node daemon runs it is the authority for limits: it writes them into a limits
+ * file the tenant cannot write (gs-limits.h), which the interposer maps read-only and hands
+ * to this. From then on gs_ledger_limit, gs_ledger_reserve and the compute getters below
+ * read that file instead of l's own limit fields. One ledger per process (the interposer's);
+ * lim NULL drops the authority. */
+struct gs_limits;
+void gs_ledger_set_authority(const struct gs_ledger *l, const struct gs_limits *lim);
+
+/* The tenant's compute limit (millionths of a GPU, 0 for none), policy (enum
+ * gs_compute_policy) and priority (enum gs_priority), from the daemon's limits file when
+ * there is one, else from l->compute. The compute gate reads these, never l->compute. */
+uint32_t gs_ledger_compute_limit_ppm(const struct gs_ledger *l);
+uint32_t gs_ledger_compute_policy(const struct gs_ledger *l);
+uint32_t gs_ledger_priority(const struct gs_ledger *l);
+
 /* Gives back the memory of the tenant's processes that have died. Returns how many. */
 int gs_ledger_reap(struct gs_ledger *l);
 

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "gs-env.h"
+#include "gs-fs.h"
+#include "gs-limits.h"
 #include "gs-proc.h"
 
 const char *gs_ledger_state_dir(void)
@@ -44,23 +46,6 @@ static int ledger_path(char *buf, size_t len, const char *dir, const char *name,
     return gs_make_error(err, 0, "bad tenant name '%s' (want 1-63 of A-Z a-z 0-9 . _ -)", name);
   if ((size_t) snprintf(buf, len, "%s/tenants/%s", dir, name) >= len)
     return gs_make_error(err, ENAMETOOLONG, "tenant path under '%s'", dir);
-  return 0;
-}
-
-static int mkdir_p(const char *dir, mode_t mode, gs_error_t *err)
-{
-  char path[4096];
-  snprintf(path, sizeof(path), "%s", dir);
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(path, 0755) < 0 && errno != EEXIST)
-      return gs_make_error(err, errno, "create directory '%s'", path);
-    *p = '/';
-  }
-  if (mkdir(path, mode) < 0 && errno != EEXIST)
-    return gs_make_error(err, errno, "create directory '%s'", path);
   return 0;
 }
 
@@ -161,7 +146,7 @@ int gs_ledger_create(const char *dir, const struct gs_ledger_spec *spec, struct 
   if (ledger_path(path, sizeof(path), dir, spec->name, err) < 0)
     return -1;
   snprintf(tdir, sizeof(tdir), "%s/tenants", dir);
-  if (mkdir_p(tdir, 0700, err) < 0)
+  if (gs_mkdir_p(tdir, 0700, err) < 0)
     return -1;
   int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0 && errno == EEXIST && leftover(dir, spec->name)) {
@@ -261,8 +246,47 @@ void gs_ledger_unclaim(struct gs_ledger *l, struct gs_ledger_proc *p)
 
 /* ---- memory ---- */
 
+/* The daemon's limits for the one ledger this process charges, when it has any (see
+ * gs-limits.h): they take precedence over the ledger's own fields, which the tenant can write.
+ * Process-local: set once by the interposer at attach, inherited across fork. */
+static const struct gs_ledger *authority_of;
+static const struct gs_limits *_Atomic authority;
+
+void gs_ledger_set_authority(const struct gs_ledger *l, const struct gs_limits *lim)
+{
+  authority_of = l;
+  atomic_store_explicit(&authority, lim, memory_order_release);
+}
+
+static inline const struct gs_limits *authority_for(const struct gs_ledger *l)
+{
+  const struct gs_limits *a = atomic_load_explicit(&authority, memory_order_acquire);
+  return a && authority_of == l ? a : NULL;
+}
+
+uint32_t gs_ledger_compute_limit_ppm(const struct gs_ledger *l)
+{
+  const struct gs_limits *a = authority_for(l);
+  return atomic_load_explicit(a ? &a->compute.limit_ppm : &l->compute.limit_ppm, memory_order_relaxed);
+}
+
+uint32_t gs_ledger_compute_policy(const struct gs_ledger *l)
+{
+  const struct gs_limits *a = authority_for(l);
+  return atomic_load_explicit(a ? &a->compute.policy : &l->compute.policy, memory_order_relaxed);
+}
+
+uint32_t gs_ledger_priority(const struct gs_ledger *l)
+{
+  const struct gs_limits *a = authority_for(l);
+  return atomic_load_explicit(a ? &a->compute.priority : &l->compute.priority, memory_order_relaxed);
+}
+
 uint64_t gs_ledger_limit(struct gs_ledger *l, int gpu, uint64_t device_total)
 {
+  const struct gs_limits *a = authority_for(l);
+  if (a)
+    return atomic_load_explicit(&a->limit_bytes[gpu], memory_order_relaxed);
   struct gs_ledger_gpu *g = &l->gpu[gpu];
   uint64_t limit = atomic_load(&g->limit_bytes);
   uint32_t ppm = atomic_load(&g->limit_ppm);
@@ -278,7 +302,8 @@ uint64_t gs_ledger_limit(struct gs_ledger *l, int gpu, uint64_t device_total)
 int gs_ledger_reserve(struct gs_ledger *l, struct gs_ledger_proc *p, int gpu, uint64_t bytes)
 {
   struct gs_ledger_gpu *g = &l->gpu[gpu];
-  uint64_t limit = atomic_load_explicit(&g->limit_bytes, memory_order_relaxed);
+  const struct gs_limits *a = authority_for(l);
+  uint64_t limit = atomic_load_explicit(a ? &a->limit_bytes[gpu] : &g->limit_bytes, memory_order_relaxed);
   uint64_t cur = atomic_load_explicit(&g->used_bytes, memory_order_relaxed);
   do {
     if (bytes > limit || cur > limit - bytes)

@@ -1,0 +1,71 @@
+/* The daemon's limits file: while the node daemon runs it, not the tenant, decides a
+ * tenant's limits. A tenant's processes must write its ledger (gs-ledger.h) to charge
+ * usage, so a limit kept there could be raised by the tenant itself. The daemon therefore
+ * writes each tenant's limits into a file of its own, <daemon state dir>/limits/<name>,
+ * mode 0644 and owned by the daemon's user, which the interposer maps read-only. When such
+ * a file matches the tenant, its limits take precedence over the ledger's own fields (see
+ * gs_ledger_set_authority): neither the environment nor the shared ledger can raise them.
+ *
+ * The daemon changes limits in place with atomic stores, so every process of the tenant
+ * sees a new limit at its next allocation, without a syscall. The file also records what the
+ * daemon needs to adopt the tenant again after a restart (where its ledger lives, its owner).
+ *
+ * Like every shared layout it starts with a magic, a version and a size. libc only. */
+#ifndef GS_LIMITS_H
+#define GS_LIMITS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gs-error.h"
+#include "gs-ledger.h"
+
+#define GS_LIMITS_MAGIC 0x4753544c494d4931ULL /* "GSTLIMI1" */
+#define GS_LIMITS_VERSION 1
+/* Where a system daemon (run as root) keeps the limits files. An interposer whose tenant's
+ * ledger lives elsewhere (a user's own state dir) looks here too. */
+#define GS_LIMITS_SYSTEM_DIR "/run/gpuslice"
+
+struct gs_limits {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t size;
+  char name[GS_LEDGER_NAME_MAX];
+  uint32_t uid;                      /* the tenant's owner; the interposer checks it is its own */
+  int32_t owner_pid;                 /* the tenant's `gpuslice run`, as in its ledger */
+  uint64_t owner_start_time;
+  uint64_t ledger_created_unix_ns;   /* which instance of the name these limits are for */
+  uint64_t registered_unix_ns;
+  char ledger_dir[1024];             /* the state dir that holds the tenant's ledger */
+  char labels[GS_LEDGER_LABELS_MAX]; /* "k=v" lines, as the ledger's */
+  _Atomic uint64_t generation;       /* bumped after every change */
+  _Atomic uint64_t limit_bytes[GS_LEDGER_MAX_GPUS]; /* GS_LIMIT_NONE when unlimited */
+  _Atomic uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];   /* what was asked when it was a percentage; 0 otherwise */
+  struct gs_ledger_compute compute;                  /* limit_ppm (0: none), policy, priority, slice_ms */
+};
+
+/* <dir>/limits/<name>. Returns 0, or -1 with err for a bad name or a path too long. */
+int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err);
+
+/* Writes a new limits file from *init (magic, version and size are filled in) under
+ * dir/limits (made 0755 if needed), atomically: a reader sees the old file or the whole
+ * new one. The file is mode 0644. Maps it read-write into *out for later changes. */
+int gs_limits_create(const char *dir, const struct gs_limits *init, struct gs_limits **out, gs_error_t *err);
+
+/* Maps an existing limits file, read-only unless writable. Checks magic, version, size,
+ * and that neither group nor others may write it. */
+int gs_limits_open(const char *dir, const char *name, bool writable, struct gs_limits **out, gs_error_t *err);
+void gs_limits_close(struct gs_limits *lim);
+int gs_limits_remove(const char *dir, const char *name, gs_error_t *err);
+
+/* True when lim is about the tenant of ledger l (same name and instance) and owned by uid. */
+bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid_t uid);
+
+/* For the interposer: finds the limits file of the tenant of l, in state_dir and then in
+ * GS_LIMITS_SYSTEM_DIR, and maps it read-only. Returns 1 and sets *out when one matches
+ * (gs_limits_match with geteuid()), 0 when there is none. Never fails otherwise. */
+int gs_limits_find(const char *state_dir, const struct gs_ledger *l, struct gs_limits **out);
+
+#endif

@@ -1,0 +1,160 @@
+/* The daemon's limits files; see gs-limits.h for why they exist and who writes them. */
+#include "gs-limits.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err)
+{
+  if (!gs_ledger_name_valid(name))
+    return gs_make_error(err, 0, "bad tenant name '%s' (want 1-63 of A-Z a-z 0-9 . _ -)", name);
+  if ((size_t) snprintf(buf, len, "%s/limits/%s", dir, name) >= len)
+    return gs_make_error(err, ENAMETOOLONG, "limits path under '%s'", dir);
+  return 0;
+}
+
+static int check_limits(const struct gs_limits *lim, const struct stat *st, const char *path, gs_error_t *err)
+{
+  if (lim->magic != GS_LIMITS_MAGIC)
+    return gs_make_error(err, 0, "'%s' is not a gpuslice limits file", path);
+  if (lim->version != GS_LIMITS_VERSION || lim->size != sizeof(*lim))
+    return gs_make_error(err, 0, "'%s' has limits version %u (size %u); this gpuslice reads version %d (size %zu)",
+                         path, lim->version, lim->size, GS_LIMITS_VERSION, sizeof(*lim));
+  if (st->st_mode & (S_IWGRP | S_IWOTH))
+    return gs_make_error(err, 0, "'%s' may be written by others (mode %03o)", path, (unsigned) st->st_mode & 0777);
+  return 0;
+}
+
+static int map_limits(int fd, const char *path, bool writable, struct gs_limits **out, gs_error_t *err)
+{
+  struct stat st;
+  if (fstat(fd, &st) < 0)
+    return gs_make_error(err, errno, "stat '%s'", path);
+  if (!S_ISREG(st.st_mode) || (size_t) st.st_size != sizeof(struct gs_limits))
+    return gs_make_error(err, 0, "'%s' is not a limits file of this version (size %lld, want %zu)", path,
+                         (long long) st.st_size, sizeof(struct gs_limits));
+  int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+  void *m = mmap(NULL, sizeof(struct gs_limits), prot, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED)
+    return gs_make_error(err, errno, "map '%s'", path);
+  if (check_limits(m, &st, path, err) < 0) {
+    munmap(m, sizeof(struct gs_limits));
+    return -1;
+  }
+  *out = m;
+  return 0;
+}
+
+int gs_limits_open(const char *dir, const char *name, bool writable, struct gs_limits **out, gs_error_t *err)
+{
+  char path[4096];
+  if (gs_limits_path(path, sizeof(path), dir, name, err) < 0)
+    return -1;
+  int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return gs_make_error(err, errno, "open limits file '%s'", path);
+  int rc = map_limits(fd, path, writable, out, err);
+  close(fd);
+  return rc;
+}
+
+void gs_limits_close(struct gs_limits *lim)
+{
+  if (lim)
+    munmap(lim, sizeof(*lim));
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return -1;
+    p += n;
+    len -= (size_t) n;
+  }
+  return 0;
+}
+
+/* Writes the whole file under a temporary name, then renames it into place. */
+static int write_new(const char *tmp, const char *path, const struct gs_limits *lim, gs_error_t *err)
+{
+  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0)
+    return gs_make_error(err, errno, "create '%s'", tmp);
+  /* The mode must not depend on the daemon's umask being sane. */
+  if (fchmod(fd, 0644) < 0 || write_all(fd, lim, sizeof(*lim)) < 0 || rename(tmp, path) < 0) {
+    int e = errno;
+    close(fd);
+    unlink(tmp);
+    return gs_make_error(err, e, "write limits file '%s'", path);
+  }
+  close(fd);
+  return 0;
+}
+
+int gs_limits_create(const char *dir, const struct gs_limits *init, struct gs_limits **out, gs_error_t *err)
+{
+  char path[4096], tmp[4200], ldir[4096];
+  struct gs_limits lim;
+  if (gs_limits_path(path, sizeof(path), dir, init->name, err) < 0)
+    return -1;
+  snprintf(ldir, sizeof(ldir), "%s/limits", dir);
+  if (mkdir(ldir, 0755) < 0 && errno != EEXIST)
+    return gs_make_error(err, errno, "create directory '%s'", ldir);
+  snprintf(tmp, sizeof(tmp), "%s/.%s.%d", ldir, init->name, (int) getpid());
+  memcpy(&lim, init, sizeof(lim));
+  lim.magic = GS_LIMITS_MAGIC;
+  lim.version = GS_LIMITS_VERSION;
+  lim.size = sizeof(lim);
+  if (write_new(tmp, path, &lim, err) < 0)
+    return -1;
+  return gs_limits_open(dir, init->name, true, out, err);
+}
+
+int gs_limits_remove(const char *dir, const char *name, gs_error_t *err)
+{
+  char path[4096];
+  if (gs_limits_path(path, sizeof(path), dir, name, err) < 0)
+    return -1;
+  if (unlink(path) < 0 && errno != ENOENT)
+    return gs_make_error(err, errno, "remove '%s'", path);
+  return 0;
+}
+
+bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid_t uid)
+{
+  return lim->uid == (uint32_t) uid && lim->ledger_created_unix_ns == l->created_unix_ns &&
+         strncmp(lim->name, l->name, sizeof(lim->name)) == 0;
+}
+
+static int find_in(const char *dir, const struct gs_ledger *l, struct gs_limits **out)
+{
+  struct gs_limits *lim = NULL;
+  gs_error_t err = NULL;
+  if (gs_limits_open(dir, l->name, false, &lim, &err) < 0) {
+    gs_error_release(&err);
+    return 0;
+  }
+  if (!gs_limits_match(lim, l, geteuid())) {
+    gs_limits_close(lim);
+    return 0;
+  }
+  *out = lim;
+  return 1;
+}
+
+int gs_limits_find(const char *state_dir, const struct gs_ledger *l, struct gs_limits **out)
+{
+  if (find_in(state_dir, l, out))
+    return 1;
+  return strcmp(state_dir, GS_LIMITS_SYSTEM_DIR) != 0 && find_in(GS_LIMITS_SYSTEM_DIR, l, out);
+}
