@@ -121,19 +121,36 @@ static int choose_device(char **state_dir, gs_error_t *err)
   return 0;
 }
 
-/* Removes the demo's state directory: the simulator's state file, and the tenants/ directory
- * that `gpuslice run` emptied of ledgers as each tenant ended. */
+/* Empties the directory open as fd, one level of subdirectories deep: the demo's state holds
+ * files, and directories of files (tenants/, gpus/). */
+static void empty_dir(int fd, int depth)
+{
+  DIR *d = fdopendir(fd);
+  struct dirent *e;
+  if (!d) {
+    close(fd);
+    return;
+  }
+  while ((e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    if (unlinkat(dirfd(d), e->d_name, 0) == 0 || errno != EISDIR || depth == 0)
+      continue;
+    int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub >= 0)
+      empty_dir(sub, depth - 1);
+    unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+  }
+  closedir(d);
+}
+
+/* Removes the demo's state directory: the simulator's state file, the tenants/ directory that
+ * `gpuslice run` emptied of ledgers as each tenant ended, and the GPUs' compute boards. */
 static void remove_state_dir(const char *path)
 {
-  DIR *d = opendir(path);
-  struct dirent *e;
-  if (d) {
-    while ((e = readdir(d)))
-      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
-          unlinkat(dirfd(d), e->d_name, 0) < 0 && errno == EISDIR)
-        unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
-    closedir(d);
-  }
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0)
+    empty_dir(fd, 1);
   if (rmdir(path) < 0)
     fprintf(stderr, "gpuslice: demo: removing '%s': %s\n", path, strerror(errno));
 }

@@ -15,7 +15,7 @@ static struct {
 static _Atomic int nseen;
 static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void uuid_text(const CUuuid *u, char *buf, size_t len)
+void gs__uuid_text(const CUuuid *u, char *buf, size_t len)
 {
   const unsigned char *b = (const unsigned char *) u->bytes;
   snprintf(buf, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
@@ -36,7 +36,7 @@ static int ordinal_of(const char *uuid)
     char text[96];
     if (gs__cuda.cuDeviceGet(&d, i) != CUDA_SUCCESS || gs__cuda.cuDeviceGetUuid(&u, d) != CUDA_SUCCESS)
       continue;
-    uuid_text(&u, text, sizeof(text));
+    gs__uuid_text(&u, text, sizeof(text));
     if (strcmp(text, uuid) == 0)
       return i;
   }

@@ -48,6 +48,9 @@ static inline CUresult gs__settle_free(CUresult rc, enum gs_map map, uint64_t ke
   return rc;
 }
 
+/* A CUDA UUID as NVML writes it: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
+void gs__uuid_text(const CUuuid *u, char *buf, size_t len);
+
 /* Maps a pointer the real driver handed out to the hook with the same ABI, or returns it
  * unchanged when gpuslice does not hook that function. */
 void *gs__hook_for(void *real_fn);

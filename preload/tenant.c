@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "gpuslice.h"
+#include "gs-limits.h"
 #include "gs-proc.h"
 #include "real.h"
 
@@ -57,6 +58,15 @@ __attribute__((destructor)) static void release_at_exit(void)
     gs_ledger_unclaim(T.ledger, p);
 }
 
+/* While the node daemon runs, its read-only limits file decides the limits, not the ledger
+ * the tenant can write (see gs-limits.h). The mapping is kept for the life of the process. */
+static void bind_daemon_limits(void)
+{
+  struct gs_limits *lim = NULL;
+  if (gs_limits_find(gs_ledger_state_dir(), T.ledger, &lim) == 1)
+    gs_ledger_set_authority(T.ledger, lim);
+}
+
 static void attach(void)
 {
   const char *name = gs_getenv_nonempty("GPUSLICE_TENANT");
@@ -71,6 +81,7 @@ static void attach(void)
     T.failed = true;
     return;
   }
+  bind_daemon_limits();
   pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 
@@ -123,7 +134,7 @@ static void log_refusal(int gpu, uint64_t bytes, const char *what)
   struct gs_ledger_gpu *g = &T.ledger->gpu[gpu];
   GS_LOG(GS_LOG_ERROR, "tenant '%s': %s of %llu bytes on GPU %d refused: %llu of %llu bytes in use",
          T.ledger->name, what, (unsigned long long) bytes, gpu, (unsigned long long) atomic_load(&g->used_bytes),
-         (unsigned long long) atomic_load(&g->limit_bytes));
+         (unsigned long long) gs_ledger_limit(T.ledger, gpu, 0));
 }
 
 CUresult gs__charge(int gpu, uint64_t bytes, const char *what)
@@ -210,7 +221,7 @@ bool gs__limit(int gpu, uint64_t *limit, uint64_t *used)
   if (!l || gpu < 0 || gpu >= GS_LEDGER_MAX_GPUS)
     return false;
   resolve_limit(gpu);
-  *limit = atomic_load(&l->gpu[gpu].limit_bytes);
+  *limit = gs_ledger_limit(l, gpu, 0);
   *used = atomic_load(&l->gpu[gpu].used_bytes);
   return *limit != GS_LIMIT_NONE;
 }
@@ -219,4 +230,9 @@ uint64_t gs__context_reserve(void)
 {
   struct gs_ledger *l = ledger();
   return l ? l->context_reserve_bytes : 0;
+}
+
+struct gs_ledger *gs__tenant_ledger(void)
+{
+  return ledger();
 }

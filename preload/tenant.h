@@ -28,6 +28,9 @@ enum gs_map {
   GS_MAP_COUNT
 };
 
+/* The tenant's ledger, or NULL when the process is no tenant. */
+struct gs_ledger *gs__tenant_ledger(void);
+
 /* True when this process belongs to a tenant whose ledger is attached. */
 bool gs__tenant_active(void);
 

@@ -23,12 +23,13 @@ def main():
 
     out = {}
     for name, version in [("cuMemAdvise", 12020), ("cuLaunchKernel", 13000), ("cuStreamSynchronize", 13000),
+                          ("cuStreamQuery", 13000), ("cuModuleGetFunction", 13000), ("cuGraphLaunch", 13000),
                           ("cuMemAlloc", 13000), ("cuMemAlloc", 3020), ("cuMemFree", 13000),
                           ("cuMemCreate", 13000), ("cuGetProcAddress", 13000)]:
         fn, status = ctypes.c_void_p(), ctypes.c_int()
         rc = cu.cuGetProcAddress_v2(name.encode(), ctypes.byref(fn), version, 0, ctypes.byref(status))
         out[f"procaddr:{name}@{version}"] = owner(fn.value) if rc == 0 else f"error {rc}"
-    for name in ["cuLaunchKernel", "cuMemcpyHtoD_v2", "cuMemAlloc_v2", "cuMemGetInfo_v2"]:
+    for name in ["cuLaunchKernel", "cuMemcpyHtoD_v2", "cuMemsetD8_v2", "cuMemAlloc_v2", "cuMemGetInfo_v2"]:
         out[f"dlsym:{name}"] = owner(ctypes.cast(getattr(cu, name), ctypes.c_void_p).value)
     print(json.dumps(out))
 

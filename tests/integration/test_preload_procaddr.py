@@ -18,8 +18,8 @@ def probe(tmp_path):
 
 def test_unhooked_entries_are_the_drivers_own(tmp_path):
     seen = probe(tmp_path)
-    for key in ["procaddr:cuMemAdvise@12020", "procaddr:cuLaunchKernel@13000",
-                "procaddr:cuStreamSynchronize@13000", "dlsym:cuLaunchKernel", "dlsym:cuMemcpyHtoD_v2"]:
+    for key in ["procaddr:cuMemAdvise@12020", "procaddr:cuStreamQuery@13000", "procaddr:cuModuleGetFunction@13000",
+                "dlsym:cuMemsetD8_v2", "dlsym:cuMemcpyHtoD_v2"]:
         assert seen[key] == "libcuda.so.1", (key, seen)
 
 
@@ -27,5 +27,6 @@ def test_hooked_entries_are_the_interposers(tmp_path):
     seen = probe(tmp_path)
     for key in ["procaddr:cuMemAlloc@13000", "procaddr:cuMemAlloc@3020", "procaddr:cuMemFree@13000",
                 "procaddr:cuMemCreate@13000", "procaddr:cuGetProcAddress@13000", "dlsym:cuMemAlloc_v2",
-                "dlsym:cuMemGetInfo_v2"]:
+                "dlsym:cuMemGetInfo_v2", "procaddr:cuLaunchKernel@13000", "procaddr:cuStreamSynchronize@13000",
+                "procaddr:cuGraphLaunch@13000", "dlsym:cuLaunchKernel"]:
         assert seen[key] == "libgpuslice.so", (key, seen)

@@ -1,0 +1,211 @@
+/* The compute board's scheduling rules: who has the next turn, what a turn of device time
+ * costs each row, the cap policy's credit, and taking and giving back the turn. See
+ * gs-compute.h for the model. */
+#include "gs-compute.h"
+
+#include <errno.h>
+#include <signal.h>
+
+/* Priorities in the order they win. */
+static int rank(uint32_t priority)
+{
+  return priority == GS_PRIO_HIGH ? 2 : priority == GS_PRIO_LOW ? 0 : 1;
+}
+
+static bool live(struct gs_board *b, int i)
+{
+  return atomic_load_explicit(&b->row[i].state, memory_order_acquire) == GS_ROW_LIVE;
+}
+
+static bool waiting(struct gs_board *b, int i, uint64_t now)
+{
+  uint64_t w = atomic_load(&b->row[i].waiting_ns);
+  return live(b, i) && w && now < w + GS_WAIT_FRESH_NS;
+}
+
+static bool holding(struct gs_board *b, int i)
+{
+  uint64_t t = atomic_load(&b->turn);
+  return t && GS_TURN_ROW(t) == i;
+}
+
+/* Rows that compete for the GPU now: waiting, holding, or launching within the last turn. */
+static bool contending(struct gs_board *b, int i, uint64_t now)
+{
+  uint64_t a = atomic_load(&b->row[i].active_ns);
+  return waiting(b, i, now) || holding(b, i) || (live(b, i) && now < a + 2 * gs_board_slice_ns(b));
+}
+
+uint32_t gs_board_weight(struct gs_board *b, int row, uint64_t now)
+{
+  uint32_t own = atomic_load(&b->row[row].weight_ppm);
+  if (own)
+    return own;
+  uint64_t limited = 0;
+  unsigned unlimited = 1;
+  for (int i = 0; i < GS_BOARD_ROWS; i++) {
+    if (i == row || !contending(b, i, now))
+      continue;
+    uint32_t w = atomic_load(&b->row[i].weight_ppm);
+    limited += w;
+    unlimited += w == 0;
+  }
+  uint64_t left = limited < GS_WEIGHT_FULL ? (GS_WEIGHT_FULL - limited) / unlimited : 0;
+  return left > GS_WEIGHT_MIN ? (uint32_t) left : GS_WEIGHT_MIN;
+}
+
+static bool capped(struct gs_board_row *r)
+{
+  uint32_t w = atomic_load(&r->weight_ppm);
+  return atomic_load(&r->policy) == GS_COMPUTE_CAP && w && w < GS_WEIGHT_FULL;
+}
+
+/* Tops up a capped row's credit at its share of the wall time since the last top-up, up to
+ * two turns' worth: enough to run whole turns, too little to save up idle time. */
+static int64_t credit_accrue(struct gs_board *b, struct gs_board_row *r, uint64_t now)
+{
+  uint64_t at = atomic_load(&r->credit_at_ns);
+  int64_t cap = (int64_t) (2 * gs_board_slice_ns(b));
+  if (now > at && atomic_compare_exchange_strong(&r->credit_at_ns, &at, now)) {
+    int64_t add = (int64_t) ((now - at) * atomic_load(&r->weight_ppm) / GS_WEIGHT_FULL);
+    int64_t c = atomic_fetch_add(&r->credit_ns, add) + add;
+    while (c > cap && !atomic_compare_exchange_weak(&r->credit_ns, &c, cap))
+      ;
+  }
+  return atomic_load(&r->credit_ns);
+}
+
+uint64_t gs_board_cap_wait(struct gs_board *b, int row, uint64_t now)
+{
+  struct gs_board_row *r = &b->row[row];
+  if (!capped(r))
+    return 0;
+  int64_t c = credit_accrue(b, r, now);
+  return c >= 0 ? 0 : (uint64_t) (-c) * GS_WEIGHT_FULL / atomic_load(&r->weight_ppm) + 1;
+}
+
+uint64_t gs_board_cap_budget(struct gs_board *b, int row, uint64_t now)
+{
+  struct gs_board_row *r = &b->row[row];
+  if (!capped(r))
+    return UINT64_MAX;
+  int64_t c = credit_accrue(b, r, now);
+  return c > 0 ? (uint64_t) c : 0;
+}
+
+int gs_board_pick(struct gs_board *b, uint64_t now)
+{
+  int best = -1;
+  for (int i = 0; i < GS_BOARD_ROWS; i++) {
+    if (!waiting(b, i, now) || gs_board_cap_wait(b, i, now) > 0)
+      continue;
+    if (best < 0) {
+      best = i;
+      continue;
+    }
+    int ri = rank(atomic_load(&b->row[i].priority)), rb = rank(atomic_load(&b->row[best].priority));
+    if (ri > rb || (ri == rb && atomic_load(&b->row[i].vtime) < atomic_load(&b->row[best].vtime)))
+      best = i;
+  }
+  return best;
+}
+
+void gs_board_wait_mark(struct gs_board *b, int row, uint64_t now)
+{
+  struct gs_board_row *r = &b->row[row];
+  uint64_t seen = atomic_load(&r->active_ns) > atomic_load(&r->waiting_ns) ? atomic_load(&r->active_ns)
+                                                                            : atomic_load(&r->waiting_ns);
+  if (now > seen + 2 * gs_board_slice_ns(b) && !holding(b, row)) {
+    uint64_t floor = UINT64_MAX;
+    for (int i = 0; i < GS_BOARD_ROWS; i++)
+      if (i != row && (waiting(b, i, now) || holding(b, i)) && atomic_load(&b->row[i].vtime) < floor)
+        floor = atomic_load(&b->row[i].vtime);
+    uint64_t v = atomic_load(&r->vtime);
+    while (floor != UINT64_MAX && v < floor && !atomic_compare_exchange_weak(&r->vtime, &v, floor))
+      ;
+  }
+  atomic_store(&r->waiting_ns, now);
+}
+
+/* The holder's own row counts too: a holder never marks itself waiting (taking the turn
+ * clears the mark), so a fresh mark there is another process of the same tenant. */
+bool gs_board_others_waiting(struct gs_board *b, int row, uint64_t now)
+{
+  (void) row;
+  for (int i = 0; i < GS_BOARD_ROWS; i++)
+    if (waiting(b, i, now) && gs_board_cap_wait(b, i, now) == 0)
+      return true;
+  return false;
+}
+
+void gs_board_charge(struct gs_board *b, int row, uint64_t ns, uint64_t now)
+{
+  struct gs_board_row *r = &b->row[row];
+  if (!ns)
+    return;
+  atomic_fetch_add(&r->vtime, ns * GS_WEIGHT_FULL / gs_board_weight(b, row, now));
+  atomic_fetch_add(&r->used_ns, ns);
+  if (capped(r)) {
+    credit_accrue(b, r, now);
+    atomic_fetch_sub(&r->credit_ns, (int64_t) ns);
+  }
+}
+
+static uint64_t install(struct gs_board *b, uint64_t cur, int row, pid_t pid, uint64_t now)
+{
+  uint32_t gen = (atomic_fetch_add(&b->gen, 1) + 1) & 0xffffff;
+  uint64_t t = GS_TURN(row, pid, gen);
+  if (!atomic_compare_exchange_strong(&b->turn, &cur, t))
+    return 0;
+  atomic_store(&b->turn_start_ns, now);
+  atomic_store(&b->holder_active_ns, now);
+  atomic_store(&b->preempt, 0);
+  return t;
+}
+
+uint64_t gs_board_take(struct gs_board *b, int row, pid_t pid, uint64_t now)
+{
+  return atomic_load(&b->turn) == 0 ? install(b, 0, row, pid, now) : 0;
+}
+
+bool gs_board_release(struct gs_board *b, uint64_t turn)
+{
+  bool ok = atomic_compare_exchange_strong(&b->turn, &turn, 0);
+  atomic_fetch_add(&b->seq, 1);
+  return ok;
+}
+
+static bool holder_gone(pid_t pid)
+{
+  return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+uint64_t gs_board_steal(struct gs_board *b, int row, pid_t pid, uint64_t now, uint64_t idle_ns)
+{
+  uint64_t cur = atomic_load(&b->turn);
+  if (cur == 0)
+    return install(b, 0, row, pid, now);
+  uint64_t active = atomic_load(&b->holder_active_ns);
+  bool idle = active != UINT64_MAX && now > active + idle_ns;
+  if (!idle && !holder_gone(GS_TURN_PID(cur)))
+    return 0;
+  return install(b, cur, row, pid, now);
+}
+
+int gs_board_contenders(struct gs_board *b, int row, uint64_t now, bool *higher)
+{
+  int n = 0, mine = rank(atomic_load(&b->row[row].priority));
+  *higher = false;
+  for (int i = 0; i < GS_BOARD_ROWS; i++) {
+    if (i == row || !contending(b, i, now))
+      continue;
+    n++;
+    *higher |= rank(atomic_load(&b->row[i].priority)) > mine;
+  }
+  return n;
+}
+
+int gs_board_rank(struct gs_board *b, int row)
+{
+  return rank(atomic_load(&b->row[row].priority));
+}

@@ -1,0 +1,122 @@
+/* The compute board: one small shared-memory file per GPU (by UUID) through which the
+ * tenants sharing that GPU take exclusive turns on it, with no central process.
+ *
+ * A turn is held by one process at a time. Whoever holds it launches freely until its
+ * turn ends (its length, a higher-priority tenant waiting, or a synchronize with others
+ * waiting); it then waits for its own work to finish, charges the device time it measured
+ * to its tenant's row, and gives the turn back. The next turn goes to the waiting tenant of
+ * the highest priority, then to the one furthest behind its share: each row keeps a
+ * virtual time, device ns x 10^6 / weight, and the smallest goes first (stride
+ * scheduling). Because only one tenant's work is on the GPU at a time, the device time a
+ * process measures with its own events is its own.
+ *
+ * Rows belong to tenants; every process of a tenant uses its tenant's row, so a share is
+ * the tenant's across all its processes. Everything here is libc only and lock-free; the
+ * waiting is done by the interposer (preload/gate.c) with a futex on `seq`.
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds, passed in so that the logic can be tested. */
+#ifndef GS_COMPUTE_H
+#define GS_COMPUTE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gs-error.h"
+#include "gs-ledger.h"
+
+#define GS_BOARD_MAGIC 0x314452414f425347ULL /* "GSBOARD1" */
+#define GS_BOARD_VERSION 1
+#define GS_BOARD_ROWS 64
+#define GS_BOARD_UUID_MAX 96
+#define GS_BOARD_DEFAULT_SLICE_MS 20
+#define GS_WEIGHT_FULL 1000000u
+/* A tenant without --compute shares what the others leave, and never less than this. */
+#define GS_WEIGHT_MIN 10000u
+/* A row counts as waiting while one of its processes has looked in this recently. */
+#define GS_WAIT_FRESH_NS 3000000ull
+/* A row unused for this long may be given to another tenant. */
+#define GS_ROW_STALE_NS 60000000000ull
+
+enum { GS_ROW_FREE = 0, GS_ROW_CLAIMING, GS_ROW_LIVE };
+
+struct gs_board_row {
+  _Atomic uint32_t state;
+  _Atomic uint32_t weight_ppm;   /* the tenant's --compute in millionths, 0 for none */
+  char tenant[GS_LEDGER_NAME_MAX];
+  _Atomic uint32_t policy;       /* enum gs_compute_policy */
+  _Atomic uint32_t priority;     /* enum gs_priority */
+  _Atomic uint64_t vtime;        /* device ns x 10^6 / weight, since the row was claimed */
+  _Atomic uint64_t used_ns;      /* device time charged on this GPU */
+  _Atomic int64_t credit_ns;     /* cap policy: device time it may still use */
+  _Atomic uint64_t credit_at_ns; /* when credit was last topped up */
+  _Atomic uint64_t waiting_ns;   /* last look-in by a process waiting for a turn */
+  _Atomic uint64_t active_ns;    /* last launch by any of its processes */
+};
+
+struct gs_board {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t size;
+  char uuid[GS_BOARD_UUID_MAX];
+  _Atomic uint32_t slice_ms;     /* the turn's length on this GPU */
+  _Atomic uint32_t seq;          /* futex word: bumped whenever the turn is given back or wanted */
+  _Atomic uint64_t turn;         /* 0 when free, else GS_TURN(row, pid, gen) */
+  _Atomic uint32_t gen;
+  _Atomic uint32_t preempt;      /* a tenant of higher priority than the holder waits */
+  _Atomic uint64_t turn_start_ns;
+  _Atomic uint64_t holder_active_ns; /* UINT64_MAX while the holder is synchronizing */
+  struct gs_board_row row[GS_BOARD_ROWS];
+};
+
+#define GS_TURN(row, pid, gen) (((uint64_t) (gen) << 40) | ((uint64_t) (row) << 32) | (uint32_t) (pid))
+#define GS_TURN_ROW(t) ((int) (((t) >> 32) & 0xff))
+#define GS_TURN_PID(t) ((pid_t) ((t) &0xffffffffu))
+
+/* Maps (creating if needed) the board of the GPU named uuid under <dir>/gpus. */
+int gs_board_open(const char *dir, const char *uuid, struct gs_board **out, gs_error_t *err);
+void gs_board_close(struct gs_board *b);
+
+/* The tenant's row, claimed if it has none; the row takes the tenant's current limits.
+ * -1 when all rows are taken by live tenants. */
+int gs_board_row_claim(struct gs_board *b, const char *tenant, uint32_t weight_ppm, uint32_t policy,
+                       uint32_t priority, uint64_t now);
+
+/* The turn's length in ns. */
+uint64_t gs_board_slice_ns(const struct gs_board *b);
+
+/* The waiting row that should have the next turn: highest priority, then smallest virtual
+ * time, among those the cap policy lets run now. -1 when none is waiting. */
+int gs_board_pick(struct gs_board *b, uint64_t now);
+/* Marks row as waiting now. A row coming back from idle starts level with the busiest
+ * waiting or holding row, so that idle time is not saved up as credit. */
+void gs_board_wait_mark(struct gs_board *b, int row, uint64_t now);
+/* True when anyone but the holder `row` waits for the turn and may run now: another row, or
+ * another process of the same tenant. */
+bool gs_board_others_waiting(struct gs_board *b, int row, uint64_t now);
+
+/* How many other rows compete for the GPU now; *higher tells whether one of them has a
+ * higher priority than row. */
+int gs_board_contenders(struct gs_board *b, int row, uint64_t now, bool *higher);
+/* A row's priority as a rank: 0 low, 1 normal, 2 high. */
+int gs_board_rank(struct gs_board *b, int row);
+
+/* Charges ns of device time to row: virtual time, usage, and the cap's credit. */
+void gs_board_charge(struct gs_board *b, int row, uint64_t ns, uint64_t now);
+/* For a capped row: ns until it may run again (0 now). Always 0 for other rows. */
+uint64_t gs_board_cap_wait(struct gs_board *b, int row, uint64_t now);
+/* For a capped row: the device time it may use in the coming turn; UINT64_MAX otherwise. */
+uint64_t gs_board_cap_budget(struct gs_board *b, int row, uint64_t now);
+/* The weight a row schedules with: its own, or for a tenant without a limit its part of
+ * what the limited tenants leave. */
+uint32_t gs_board_weight(struct gs_board *b, int row, uint64_t now);
+
+/* Takes the free turn for (row, pid): the turn word, or 0 if someone else has it. */
+uint64_t gs_board_take(struct gs_board *b, int row, pid_t pid, uint64_t now);
+/* Gives the turn back (only if `turn` still holds it) and wakes nobody: the caller does. */
+bool gs_board_release(struct gs_board *b, uint64_t turn);
+/* Takes the turn from a holder that is dead or has been idle past `idle_ns`. */
+uint64_t gs_board_steal(struct gs_board *b, int row, pid_t pid, uint64_t now, uint64_t idle_ns);
+
+#endif

@@ -1,0 +1,280 @@
+/* The gate's turn-taking: the fast check before each launch, waiting for a turn, ending a
+ * turn (drain the GPU of this process's work, charge it, give the turn back or renew it),
+ * and the markers recorded after launches. See gate.h and lib/gs-compute.h. */
+#include <limits.h>
+#include <stdint.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gate.h"
+#include "gs-log.h"
+#include "real.h"
+
+/* A pause between launches after which the stream may have gone idle. */
+#define GAP_NS 20000ull
+/* How often a gate looks at the board to see how contended the GPU is. */
+#define REFRESH_NS 1000000ull
+/* The longest a waiter sleeps before looking at the board again. */
+#define WAIT_NS 1000000ull
+/* A holder that has neither launched nor synchronized for this long has gone idle. */
+#define IDLE_STEAL_NS 2000000ull
+/* A free turn that the waiter picked for it has not taken for this long is anyone's. */
+#define UNCLAIMED_NS 2000000ull
+/* The shortest turn a capped tenant is given, so that handovers stay rare. */
+#define MIN_TURN_NS 1000000ull
+/* Markers at least this often while launching, however few the launches. */
+#define MARK_NS 500000ull
+/* How often a process tells the board it is still active. */
+#define SHARE_NS 500000ull
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t val, uint64_t ns)
+{
+  struct timespec ts = { (time_t) (ns / 1000000000ull), (long) (ns % 1000000000ull) };
+  syscall(SYS_futex, (uint32_t *) (uintptr_t) w, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *w)
+{
+  syscall(SYS_futex, (uint32_t *) (uintptr_t) w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* The tenant's share of this GPU over the last second or so, from its row's total. */
+static void share_update(struct gs_gate *g, uint64_t now)
+{
+  uint64_t used = atomic_load(&g->b->row[g->row].used_ns);
+  if (!g->share_at_ns || now < g->share_at_ns + 1000000000ull)
+    goto out;
+  uint64_t ppm = (used - g->share_used_ns) * 1000000ull / (now - g->share_at_ns);
+  atomic_store(&g->ledger->gpu[g->gpu].share_ppm, (uint32_t) (ppm > 1000000 ? 1000000 : ppm));
+out:
+  if (!g->share_at_ns || now >= g->share_at_ns + 1000000000ull) {
+    g->share_at_ns = now;
+    g->share_used_ns = used;
+  }
+}
+
+static void account(struct gs_gate *g, uint64_t used, uint64_t now)
+{
+  if (used) {
+    gs_board_charge(g->b, g->row, used, now);
+    atomic_fetch_add(&g->ledger->gpu[g->gpu].gpu_ns, used);
+  }
+  share_update(g, now);
+}
+
+/* Follows live limit changes, and sets how closely to measure: tightly (a marker per launch,
+ * little in flight) when the GPU is contended or the tenant capped, loosely when alone. */
+static void refresh(struct gs_gate *g, uint64_t now)
+{
+  struct gs_board_row *r = &g->b->row[g->row];
+  bool higher;
+  if (now < g->refreshed_ns + REFRESH_NS)
+    return;
+  g->refreshed_ns = now;
+  atomic_store(&r->weight_ppm, gs_ledger_compute_limit_ppm(g->ledger));
+  atomic_store(&r->policy, gs_ledger_compute_policy(g->ledger));
+  atomic_store(&r->priority, gs_ledger_priority(g->ledger));
+  int others = gs_board_contenders(g->b, g->row, now, &higher);
+  bool capped = gs_board_cap_budget(g->b, g->row, now) != UINT64_MAX;
+  g->mark_every = others || capped ? 1 : 32;
+  /* Under a tenant of higher priority, one kernel at a time: it never waits behind more. */
+  g->keep = higher ? 0 : others || capped ? 4 : -1;
+}
+
+static uint64_t turn_length(struct gs_gate *g, uint64_t now)
+{
+  uint64_t slice = gs_board_slice_ns(g->b), budget = gs_board_cap_budget(g->b, g->row, now);
+  if (budget < MIN_TURN_NS)
+    budget = MIN_TURN_NS;
+  return budget < slice ? budget : slice;
+}
+
+/* Records a marker after the newest launch, so that everything launched is measured. */
+static void mark_pending(struct gs_gate *g, bool start)
+{
+  if (atomic_load(&g->since_mark) == 0)
+    return;
+  gs__marker_record(&g->mk, atomic_load(&g->last_stream), atomic_load(&g->last_ptsz), start);
+  atomic_store(&g->since_mark, 0);
+}
+
+static void give_back(struct gs_gate *g, uint64_t t)
+{
+  gs_board_release(g->b, t);
+  atomic_store(&g->b->turn_start_ns, gs__mono_ns());
+  atomic_store(&g->turn, 0);
+  futex_wake(&g->b->seq);
+}
+
+/* Ends or renews the turn. A tenant alone and uncapped renews without draining; otherwise the
+ * process waits for its own work to finish, so that the time charged is all of it. */
+static void turn_end(struct gs_gate *g, uint64_t now)
+{
+  uint64_t t = atomic_load(&g->turn);
+  bool lost = atomic_load(&g->b->turn) != t, preempt = atomic_load(&g->b->preempt);
+  bool others = gs_board_others_waiting(g->b, g->row, now);
+  bool capped = gs_board_cap_budget(g->b, g->row, now) != UINT64_MAX;
+  if (!lost && !preempt && !others && !capped) {
+    account(g, gs__marker_collect(&g->mk, -1), now);
+    atomic_store(&g->b->holder_active_ns, now);
+    atomic_store(&g->deadline_ns, now + gs_board_slice_ns(g->b));
+    return;
+  }
+  mark_pending(g, false);
+  account(g, gs__marker_collect(&g->mk, 0), now);
+  now = gs__mono_ns();
+  if (!lost && !preempt && !others && gs_board_cap_wait(g->b, g->row, now) == 0) {
+    atomic_store(&g->b->holder_active_ns, now);
+    atomic_store(&g->deadline_ns, now + turn_length(g, now));
+    return;
+  }
+  if (lost)
+    atomic_store(&g->turn, 0);
+  else
+    give_back(g, t);
+}
+
+/* A waiting tenant of higher priority than the holder asks it to end its turn now. */
+static void ask_preempt(struct gs_gate *g, uint64_t cur)
+{
+  if (cur && gs_board_rank(g->b, GS_TURN_ROW(cur)) < gs_board_rank(g->b, g->row) && !atomic_load(&g->b->preempt))
+    atomic_store(&g->b->preempt, 1);
+}
+
+static uint64_t try_take(struct gs_gate *g, uint64_t now)
+{
+  struct gs_board *b = g->b;
+  pid_t pid = getpid();
+  int best = gs_board_pick(b, now);
+  uint64_t t = 0;
+  if (best == g->row || best < 0)
+    t = gs_board_take(b, g->row, pid, now);
+  if (!t && atomic_load(&b->turn) == 0 && now > atomic_load(&b->turn_start_ns) + UNCLAIMED_NS)
+    t = gs_board_take(b, g->row, pid, now);
+  if (!t && (best == g->row || best < 0))
+    t = gs_board_steal(b, g->row, pid, now, IDLE_STEAL_NS);
+  return t;
+}
+
+/* Waits for a turn; the time spent is the tenant's throttled time. */
+static void acquire(struct gs_gate *g)
+{
+  struct gs_board *b = g->b;
+  uint64_t t0 = gs__mono_ns(), now = t0;
+  for (;;) {
+    uint32_t seq = atomic_load(&b->seq);
+    gs_board_wait_mark(b, g->row, now);
+    ask_preempt(g, atomic_load(&b->turn));
+    uint64_t wait = gs_board_cap_wait(b, g->row, now), t = wait ? 0 : try_take(g, now);
+    if (t) {
+      atomic_store(&b->row[g->row].waiting_ns, 0);
+      atomic_store(&g->turn, t);
+      atomic_store(&g->deadline_ns, now + turn_length(g, now));
+      atomic_fetch_add(&g->ledger->gpu[g->gpu].throttled_ns, now - t0);
+      return;
+    }
+    futex_wait(&b->seq, seq, wait && wait < WAIT_NS ? wait : WAIT_NS);
+    now = gs__mono_ns();
+  }
+}
+
+static bool turn_good(struct gs_gate *g, uint64_t now)
+{
+  uint64_t t = atomic_load_explicit(&g->turn, memory_order_relaxed);
+  return t && now < atomic_load_explicit(&g->deadline_ns, memory_order_relaxed) &&
+         atomic_load_explicit(&g->b->turn, memory_order_relaxed) == t &&
+         !atomic_load_explicit(&g->b->preempt, memory_order_relaxed);
+}
+
+/* After a pause the stream may be idle: finish measuring what came before, and start a new
+ * busy period with a start marker if nothing is left in flight. */
+static void after_gap(struct gs_gate *g, uint64_t now)
+{
+  account(g, gs__marker_collect(&g->mk, -1), now);
+  mark_pending(g, gs__marker_idle(&g->mk));
+}
+
+static void enter_slow(struct gs_gate *g, CUstream s, bool ptsz, uint64_t now)
+{
+  pthread_mutex_lock(&g->mu);
+  refresh(g, now);
+  if (now >= atomic_load(&g->last_launch_ns) + GAP_NS)
+    after_gap(g, now);
+  while (!turn_good(g, now)) {
+    if (atomic_load(&g->turn))
+      turn_end(g, now);
+    else
+      acquire(g);
+    now = gs__mono_ns();
+  }
+  if (gs__marker_idle(&g->mk) && atomic_load(&g->since_mark) == 0)
+    gs__marker_record(&g->mk, s, ptsz, true);
+  pthread_mutex_unlock(&g->mu);
+}
+
+uint64_t gs__gate_enter(struct gs_gate *g, CUstream s, bool ptsz)
+{
+  uint64_t now = gs__mono_ns();
+  if (__builtin_expect(turn_good(g, now) &&
+                         now < atomic_load_explicit(&g->last_launch_ns, memory_order_relaxed) + GAP_NS, 1))
+    return now;
+  enter_slow(g, s, ptsz, now);
+  return gs__mono_ns();
+}
+
+static void leave_slow(struct gs_gate *g, uint64_t now)
+{
+  if (pthread_mutex_trylock(&g->mu) != 0)
+    return; /* another thread is at it: the next launch marks instead */
+  mark_pending(g, false);
+  g->last_mark_ns = now;
+  account(g, gs__marker_collect(&g->mk, g->keep), now);
+  pthread_mutex_unlock(&g->mu);
+}
+
+void gs__gate_leave(struct gs_gate *g, CUstream s, bool ptsz, uint64_t now)
+{
+  atomic_store_explicit(&g->last_stream, s, memory_order_relaxed);
+  atomic_store_explicit(&g->last_ptsz, ptsz, memory_order_relaxed);
+  atomic_store_explicit(&g->last_launch_ns, now, memory_order_relaxed);
+  uint32_t n = atomic_fetch_add_explicit(&g->since_mark, 1, memory_order_relaxed) + 1;
+  if (__builtin_expect(n >= g->mark_every || now >= g->last_mark_ns + MARK_NS, 0))
+    leave_slow(g, now);
+  if (__builtin_expect(now >= g->shared_ns + SHARE_NS, 0)) {
+    g->shared_ns = now;
+    atomic_store_explicit(&g->b->row[g->row].active_ns, now, memory_order_relaxed);
+    if (atomic_load_explicit(&g->turn, memory_order_relaxed))
+      atomic_store_explicit(&g->b->holder_active_ns, now, memory_order_relaxed);
+  }
+}
+
+void gs__gate_sync_begin(struct gs_gate *g)
+{
+  if (atomic_load(&g->turn))
+    atomic_store(&g->b->holder_active_ns, UINT64_MAX);
+}
+
+/* The process has waited for its work: if nothing of it is left in flight and someone else
+ * wants the GPU, the turn goes back now rather than at its end. */
+void gs__gate_sync_end(struct gs_gate *g)
+{
+  uint64_t t = atomic_load(&g->turn);
+  if (!t)
+    return;
+  pthread_mutex_lock(&g->mu);
+  uint64_t now = gs__mono_ns();
+  atomic_store(&g->b->holder_active_ns, now);
+  mark_pending(g, false);
+  account(g, gs__marker_collect(&g->mk, -1), now);
+  t = atomic_load(&g->turn);
+  bool want = atomic_load(&g->b->preempt) || gs_board_others_waiting(g->b, g->row, now);
+  if (t && want && gs__marker_idle(&g->mk)) {
+    if (atomic_load(&g->b->turn) == t)
+      give_back(g, t);
+    else
+      atomic_store(&g->turn, 0);
+  }
+  pthread_mutex_unlock(&g->mu);
+}

@@ -1,0 +1,211 @@
+/* Unit tests for lib/compute-board.c and lib/compute-sched.c: the board file, rows, and the
+ * rules that decide who has the next turn and what a turn costs. Time is passed in, so the
+ * rules are checked without sleeping. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gs-compute.h"
+
+#define MS 1000000ull
+#define T0 (1000 * 1000 * MS) /* a clock far from zero, as CLOCK_MONOTONIC is */
+
+static char dir[64];
+static struct gs_board *b;
+
+static int setup(void **state)
+{
+  gs_error_t err = NULL;
+  (void) state;
+  snprintf(dir, sizeof(dir), "/tmp/gs-board-XXXXXX");
+  if (!mkdtemp(dir) || gs_board_open(dir, "GPU-test", &b, &err) < 0)
+    return -1;
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  char cmd[128];
+  (void) state;
+  gs_board_close(b);
+  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static int row(const char *name, uint32_t pct, uint32_t policy, uint32_t prio)
+{
+  return gs_board_row_claim(b, name, pct * 10000, policy, prio, T0);
+}
+
+static void test_board_reopen_sees_same_rows(void **state)
+{
+  struct gs_board *again = NULL;
+  gs_error_t err = NULL;
+  (void) state;
+  int a = row("a", 70, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  assert_int_equal(gs_board_open(dir, "GPU-test", &again, &err), 0);
+  assert_int_equal(gs_board_row_claim(again, "a", 700000, GS_COMPUTE_SHARE, GS_PRIO_NORMAL, T0), a);
+  assert_int_equal(atomic_load(&again->row[a].weight_ppm), 700000);
+  gs_board_close(again);
+}
+
+static void test_board_rejects_bad_uuid_and_foreign_file(void **state)
+{
+  struct gs_board *x = NULL;
+  gs_error_t err = NULL;
+  char path[128];
+  (void) state;
+  assert_int_equal(gs_board_open(dir, "../etc", &x, &err), -1);
+  assert_non_null(strstr(err->msg, "bad GPU UUID"));
+  gs_error_release(&err);
+  snprintf(path, sizeof(path), "%s/gpus/GPU-junk", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("junk", f);
+  fclose(f);
+  assert_int_equal(gs_board_open(dir, "GPU-junk", &x, &err), -1);
+  assert_non_null(strstr(err->msg, "size"));
+  gs_error_release(&err);
+}
+
+static void test_pick_prefers_row_furthest_behind_its_share(void **state)
+{
+  (void) state;
+  int a = row("a", 70, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), c = row("c", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  gs_board_wait_mark(b, a, T0);
+  gs_board_wait_mark(b, c, T0);
+  /* 10 ms each: a's 70% share makes its 10 ms cost less than c's. */
+  gs_board_charge(b, a, 10 * MS, T0);
+  gs_board_charge(b, c, 10 * MS, T0);
+  assert_int_equal(gs_board_pick(b, T0), a);
+  /* Once a has had 70/30 times c's time, the two are level; a little more tips it. */
+  gs_board_charge(b, a, 10 * MS * 40 / 30, T0);
+  gs_board_charge(b, a, 1000, T0);
+  assert_int_equal(gs_board_pick(b, T0), c);
+}
+
+static void test_pick_takes_higher_priority_first(void **state)
+{
+  (void) state;
+  int lo = row("lo", 50, GS_COMPUTE_SHARE, GS_PRIO_LOW), hi = row("hi", 10, GS_COMPUTE_SHARE, GS_PRIO_HIGH);
+  gs_board_wait_mark(b, lo, T0);
+  gs_board_wait_mark(b, hi, T0);
+  gs_board_charge(b, hi, 500 * MS, T0);
+  assert_int_equal(gs_board_pick(b, T0), hi);
+}
+
+static void test_waiting_goes_stale(void **state)
+{
+  (void) state;
+  int a = row("a", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  gs_board_wait_mark(b, a, T0);
+  assert_int_equal(gs_board_pick(b, T0 + 1 * MS), a);
+  assert_int_equal(gs_board_pick(b, T0 + GS_WAIT_FRESH_NS + 1), -1);
+}
+
+static void test_cap_holds_row_to_its_share_of_wall_time(void **state)
+{
+  (void) state;
+  int a = row("a", 40, GS_COMPUTE_CAP, GS_PRIO_NORMAL);
+  assert_int_equal(gs_board_cap_wait(b, a, T0), 0);
+  /* 20 ms used at once: at 40% that is paid back over 50 ms of wall time. */
+  gs_board_charge(b, a, 20 * MS, T0);
+  uint64_t wait = gs_board_cap_wait(b, a, T0);
+  assert_in_range(wait, 50 * MS - 1000, 50 * MS + 1000);
+  /* A capped row that is waiting its credit back is not picked. */
+  gs_board_wait_mark(b, a, T0 + 10 * MS);
+  assert_int_equal(gs_board_pick(b, T0 + 10 * MS), -1);
+  assert_true(gs_board_cap_wait(b, a, T0 + 49 * MS) > 0);
+  assert_int_equal(gs_board_cap_wait(b, a, T0 + 51 * MS), 0);
+}
+
+static void test_cap_does_not_save_up_idle_time(void **state)
+{
+  (void) state;
+  int a = row("a", 40, GS_COMPUTE_CAP, GS_PRIO_NORMAL);
+  uint64_t budget = gs_board_cap_budget(b, a, T0 + 3600 * 1000 * MS);
+  assert_true(budget <= 2 * gs_board_slice_ns(b));
+  assert_int_equal(gs_board_cap_budget(b, row("s", 40, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), T0), UINT64_MAX);
+}
+
+static void test_unlimited_rows_share_what_limited_ones_leave(void **state)
+{
+  (void) state;
+  int a = row("a", 60, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), u = row("u", 0, GS_COMPUTE_SHARE, GS_PRIO_NORMAL),
+      v = row("v", 0, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  gs_board_wait_mark(b, a, T0);
+  gs_board_wait_mark(b, u, T0);
+  gs_board_wait_mark(b, v, T0);
+  assert_int_equal(gs_board_weight(b, a, T0), 600000);
+  assert_int_equal(gs_board_weight(b, u, T0), 200000);
+  assert_int_equal(gs_board_weight(b, v, T0), 200000);
+}
+
+static void test_returning_row_starts_level_not_ahead(void **state)
+{
+  (void) state;
+  int a = row("a", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), c = row("c", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  uint64_t later = T0 + 10000 * MS;
+  gs_board_wait_mark(b, a, later);
+  gs_board_charge(b, a, 5000 * MS, later);
+  /* c was idle all along: it comes back level with a, not 5 s ahead of it. */
+  gs_board_wait_mark(b, c, later);
+  assert_int_equal(atomic_load(&b->row[c].vtime), atomic_load(&b->row[a].vtime));
+}
+
+static void test_turn_is_exclusive_and_stealable_from_idle_or_dead(void **state)
+{
+  (void) state;
+  int a = row("a", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), c = row("c", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  uint64_t t = gs_board_take(b, a, getpid(), T0);
+  assert_true(t != 0);
+  assert_int_equal(gs_board_take(b, c, getpid(), T0), 0);
+  assert_int_equal(gs_board_steal(b, c, getpid(), T0 + 1 * MS, 2 * MS), 0);
+  uint64_t s = gs_board_steal(b, c, getpid(), T0 + 3 * MS, 2 * MS);
+  assert_true(s != 0 && GS_TURN_ROW(s) == c);
+  assert_false(gs_board_release(b, t)); /* the old holder's word no longer holds it */
+  assert_true(gs_board_release(b, s));
+  /* A holder that no longer exists loses the turn at once, even while "synchronizing". */
+  assert_true(gs_board_take(b, a, 0x3ffffff, T0) != 0); /* above any pid_max */
+  atomic_store(&b->holder_active_ns, UINT64_MAX);
+  assert_true(gs_board_steal(b, c, getpid(), T0, 2 * MS) != 0);
+}
+
+static void test_rows_run_out_cleanly(void **state)
+{
+  char name[16];
+  (void) state;
+  for (int i = 0; i < GS_BOARD_ROWS; i++) {
+    snprintf(name, sizeof(name), "t%d", i);
+    assert_true(row(name, 1, GS_COMPUTE_SHARE, GS_PRIO_NORMAL) >= 0);
+  }
+  assert_int_equal(row("one-too-many", 1, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), -1);
+  /* A row unused for a minute goes to a newcomer. */
+  assert_true(gs_board_row_claim(b, "late", 10000, 0, 0, T0 + GS_ROW_STALE_NS + 1) >= 0);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(test_board_reopen_sees_same_rows, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_board_rejects_bad_uuid_and_foreign_file, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_pick_prefers_row_furthest_behind_its_share, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_pick_takes_higher_priority_first, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_waiting_goes_stale, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cap_holds_row_to_its_share_of_wall_time, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cap_does_not_save_up_idle_time, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_unlimited_rows_share_what_limited_ones_leave, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_returning_row_starts_level_not_ahead, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_turn_is_exclusive_and_stealable_from_idle_or_dead, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_rows_run_out_cleanly, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
