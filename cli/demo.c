@@ -3,8 +3,8 @@
  * the simulated GPU with state private to this run.
  *
  * Each tenant has a memory limit (--vram), and one of them grows until gpuslice refuses it.
- * Compute shares come with a later issue: the busiest workload still takes the GPU time it
- * wants, and the table shows that too. The demo prints only what the workloads reported. */
+ * The two busy ones both want the whole GPU and have compute shares (--compute 70 and 30),
+ * which decide what each gets. The demo prints only what the workloads reported. */
 #include "cli.h"
 
 #include <dirent.h>
@@ -35,7 +35,8 @@ static const char demo_usage[] =
   "Usage: gpuslice demo [--seconds N]\n"
   "\n"
   "Runs three workloads side by side on one GPU, each under 'gpuslice run' with its own\n"
-  "memory limit, and shows the memory each held and the GPU time each got. One of them\n"
+  "memory limit, two of them with compute shares of 70% and 30%, and shows the memory each\n"
+  "held and the GPU time each got. One of them\n"
   "allocates until gpuslice refuses it at its limit. Without an NVIDIA driver (and without\n"
   "GPUSLICE_SIM) it uses a simulated H100 80GB, private to this run.\n"
   "\n"
@@ -52,6 +53,7 @@ struct tenant {
   double duty;            /* busy: the fraction of the time it launches kernels */
   uint64_t hold_bytes;    /* busy: what it holds; alloc-until-oom: the size of each chunk */
   uint64_t vram;          /* its limit, `gpuslice run --vram` */
+  int compute;            /* its share, `gpuslice run --compute`, or 0 */
   pid_t pid;
   int out_fd, err_fd;
   int status;                /* exit status as a shell reports it, -1 when it hung */
@@ -59,9 +61,9 @@ struct tenant {
 };
 
 static struct tenant tenants[] = {
-  { "training", "busy, wants 100% of GPU", "busy", 1.0, 40 * GIB, 48 * GIB, -1, -1, -1, -1, NULL },
-  { "inference", "busy, wants 30% of GPU", "busy", 0.3, 16 * GIB, 20 * GIB, -1, -1, -1, -1, NULL },
-  { "notebook", "allocates all it can", "alloc-until-oom", 0.0, 1 * GIB, 8 * GIB, -1, -1, -1, -1, NULL },
+  { "training", "busy, wants 100% of GPU", "busy", 1.0, 40 * GIB, 48 * GIB, 70, -1, -1, -1, -1, NULL },
+  { "inference", "busy, wants 100% of GPU", "busy", 1.0, 16 * GIB, 20 * GIB, 30, -1, -1, -1, -1, NULL },
+  { "notebook", "allocates all it can", "alloc-until-oom", 0.0, 1 * GIB, 8 * GIB, 0, -1, -1, -1, -1, NULL },
 };
 #define NTENANTS (sizeof(tenants) / sizeof(tenants[0]))
 
@@ -191,6 +193,10 @@ static void tenant_argv(const struct tenant *t, const struct gs_paths *paths, do
   arg_add(a, "%s", t->name);
   arg_add(a, "--vram");
   arg_add(a, "%llu", (unsigned long long) t->vram);
+  if (t->compute) {
+    arg_add(a, "--compute");
+    arg_add(a, "%d", t->compute);
+  }
   arg_add(a, "--");
   arg_add(a, "%s", paths->workload);
   arg_add(a, "%s", t->mode);
@@ -365,26 +371,28 @@ static double gpu_seconds(const struct tenant *t)
 
 static void print_table(void)
 {
-  printf("\n%-10s %-24s %9s %12s %9s %10s\n", "tenant", "workload", "limit", "memory held", "GPU time",
-         "GPU share");
+  printf("\n%-10s %-24s %9s %12s %8s %9s %10s\n", "tenant", "workload", "limit", "memory held", "compute",
+         "GPU time", "GPU share");
   for (size_t i = 0; i < NTENANTS; i++) {
     const struct tenant *t = &tenants[i];
-    char lim[32], mem[32], got[32] = "-", share[32] = "-";
+    char lim[32], mem[32], asked[32] = "-", got[32] = "-", share[32] = "-";
     snprintf(lim, sizeof(lim), "%.0f GiB", (double) t->vram / (double) GIB);
     snprintf(mem, sizeof(mem), "%.1f GiB", (double) held_bytes(t) / (double) GIB);
+    if (t->compute)
+      snprintf(asked, sizeof(asked), "%d%%", t->compute);
     if (strcmp(t->mode, "busy") == 0) {
       double wall = result_number(t, "wall_seconds");
       snprintf(got, sizeof(got), "%.2f s", gpu_seconds(t));
       if (wall > 0)
         snprintf(share, sizeof(share), "%.0f%%", 100.0 * gpu_seconds(t) / wall);
     }
-    printf("%-10s %-24s %9s %12s %9s %10s\n", t->name, t->role, lim, mem, got, share);
+    printf("%-10s %-24s %9s %12s %8s %9s %10s\n", t->name, t->role, lim, mem, asked, got, share);
   }
   printf("\nGPU time: kernels completed x %d ms each. GPU share: GPU time / the workload's run time.\n"
          "Memory limits (--vram) hold on every allocation path: the notebook kept allocating\n"
          "1 GiB chunks and was refused at its limit (%s).\n"
-         "Compute shares (--compute) arrive with a later issue: until then the busiest workload\n"
-         "takes the GPU time it wants.\n",
+         "Compute shares (--compute) hold too: training and inference both want the whole GPU,\n"
+         "and each gets the share it was given.\n",
          DEMO_KERNEL_US / 1000, json_string_value(json_object_get(tenants[2].result, "stopped_by")));
 }
 

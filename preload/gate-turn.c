@@ -91,6 +91,19 @@ static uint64_t turn_length(struct gs_gate *g, uint64_t now)
   return budget < slice ? budget : slice;
 }
 
+/* Collects the markers, waiting until at most `keep` are outstanding. While a holder waits
+ * for its own work it is busy, not idle: nobody may take the turn from it meanwhile. */
+static uint64_t collect(struct gs_gate *g, int keep)
+{
+  bool holding = keep >= 0 && atomic_load(&g->turn) != 0;
+  if (holding)
+    atomic_store(&g->b->holder_active_ns, UINT64_MAX);
+  uint64_t ns = gs__marker_collect(&g->mk, keep);
+  if (holding)
+    atomic_store(&g->b->holder_active_ns, gs__mono_ns());
+  return ns;
+}
+
 /* Records a marker after the newest launch, so that everything launched is measured. */
 static void mark_pending(struct gs_gate *g, bool start)
 {
@@ -123,7 +136,7 @@ static void turn_end(struct gs_gate *g, uint64_t now)
     return;
   }
   mark_pending(g, false);
-  account(g, gs__marker_collect(&g->mk, 0), now);
+  account(g, collect(g, 0), now);
   now = gs__mono_ns();
   if (!lost && !preempt && !others && gs_board_cap_wait(g->b, g->row, now) == 0) {
     atomic_store(&g->b->holder_active_ns, now);
@@ -230,7 +243,12 @@ static void leave_slow(struct gs_gate *g, uint64_t now)
     return; /* another thread is at it: the next launch marks instead */
   mark_pending(g, false);
   g->last_mark_ns = now;
-  account(g, gs__marker_collect(&g->mk, g->keep), now);
+  account(g, collect(g, g->keep), now);
+  /* Asked to make way while its work ran: with nothing left in flight, it goes now, not at
+   * its next call into the driver. */
+  uint64_t t = atomic_load(&g->turn);
+  if (t && atomic_load(&g->b->preempt) && gs__marker_idle(&g->mk) && atomic_load(&g->b->turn) == t)
+    give_back(g, t);
   pthread_mutex_unlock(&g->mu);
 }
 

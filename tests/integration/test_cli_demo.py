@@ -1,4 +1,5 @@
-"""`gpuslice demo`: three workloads with memory limits on one (simulated) GPU, a table of what each got."""
+"""`gpuslice demo`: three workloads with memory limits and compute shares on one (simulated) GPU,
+a table of what each got."""
 import os
 import re
 
@@ -21,8 +22,8 @@ def rows(stdout, with_limit=False):
     """tenant -> (memory GiB, GPU seconds or None, share percent or None[, limit GiB])."""
     out = {}
     for line in stdout.splitlines():
-        m = re.match(r"(training|inference|notebook)\s.*?([\d.]+) GiB\s+([\d.]+) GiB\s+(-|[\d.]+ s)\s+(-|[\d.]+%)$",
-                     line)
+        m = re.match(r"(training|inference|notebook)\s.*?([\d.]+) GiB\s+([\d.]+) GiB\s+(?:-|\d+%)\s+"
+                     r"(-|[\d.]+ s)\s+(-|[\d.]+%)$", line)
         if m:
             got = float(m.group(4).split()[0]) if m.group(4) != "-" else None
             share = float(m.group(5).rstrip("%")) if m.group(5) != "-" else None
@@ -50,10 +51,12 @@ def test_demo_exits_zero_with_a_row_per_workload(demo_run):
     assert all(mem > 0 for mem, _, _ in table.values()), demo_run.stdout
 
 
-def test_demo_training_gets_larger_share_than_inference(demo_run):
+def test_demo_training_and_inference_get_their_compute_shares(demo_run):
+    """Both want the whole GPU; --compute 70 and 30 decide. The bound is loose: the demo runs
+    2 s, and the accuracy tests (test_compute_share.py) hold shares to 3 points over 10 s."""
     table = rows(demo_run.stdout)
-    assert table["training"][2] > table["inference"][2] > 0, demo_run.stdout
-    assert table["training"][1] > table["inference"][1] > 0, demo_run.stdout
+    assert abs(table["training"][2] - 70) <= 6, demo_run.stdout
+    assert abs(table["inference"][2] - 30) <= 6, demo_run.stdout
 
 
 def test_demo_notebook_runs_no_kernels_so_has_no_gpu_time(demo_run):
@@ -81,7 +84,7 @@ def test_demo_every_workload_stays_within_its_limit(demo_run):
         assert 0 < mem <= limit, (name, demo_run.stdout)
 
 
-def test_demo_says_compute_shares_arrive_later(demo_run):
+def test_demo_explains_both_limits(demo_run):
     assert "--vram" in demo_run.stdout and "--compute" in demo_run.stdout
 
 
