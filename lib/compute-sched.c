@@ -159,7 +159,6 @@ static uint64_t install(struct gs_board *b, uint64_t cur, int row, pid_t pid, ui
     return 0;
   atomic_store(&b->turn_start_ns, now);
   atomic_store(&b->holder_active_ns, now);
-  atomic_store(&b->preempt, 0);
   return t;
 }
 
@@ -188,6 +187,14 @@ uint64_t gs_board_steal(struct gs_board *b, int row, pid_t pid, uint64_t now, ui
   uint64_t active = atomic_load(&b->holder_active_ns);
   bool idle = active != UINT64_MAX && now > active + idle_ns;
   if (!idle && !holder_gone(GS_TURN_PID(cur)))
+    return 0;
+  return install(b, cur, row, pid, now);
+}
+
+uint64_t gs_board_preempt(struct gs_board *b, int row, pid_t pid, uint64_t now)
+{
+  uint64_t cur = atomic_load(&b->turn);
+  if (!cur || rank(atomic_load(&b->row[GS_TURN_ROW(cur)].priority)) >= rank(atomic_load(&b->row[row].priority)))
     return 0;
   return install(b, cur, row, pid, now);
 }

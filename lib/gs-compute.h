@@ -2,9 +2,9 @@
  * tenants sharing that GPU take exclusive turns on it, with no central process.
  *
  * A turn is held by one process at a time. Whoever holds it launches freely until its
- * turn ends (its length, a higher-priority tenant waiting, or a synchronize with others
- * waiting); it then waits for its own work to finish, charges the device time it measured
- * to its tenant's row, and gives the turn back. The next turn goes to the waiting tenant of
+ * turn ends (its length, or a synchronize with others waiting); it then waits for its own
+ * work to finish, charges the device time it measured to its tenant's row, and gives the
+ * turn back. A waiting tenant of higher priority takes the turn at once. The next turn goes to the waiting tenant of
  * the highest priority, then to the one furthest behind its share: each row keeps a
  * virtual time, device ns x 10^6 / weight, and the smallest goes first (stride
  * scheduling). Because only one tenant's work is on the GPU at a time, the device time a
@@ -64,7 +64,7 @@ struct gs_board {
   _Atomic uint32_t seq;          /* futex word: bumped whenever the turn is given back or wanted */
   _Atomic uint64_t turn;         /* 0 when free, else GS_TURN(row, pid, gen) */
   _Atomic uint32_t gen;
-  _Atomic uint32_t preempt;      /* a tenant of higher priority than the holder waits */
+  uint32_t pad;
   _Atomic uint64_t turn_start_ns;
   _Atomic uint64_t holder_active_ns; /* UINT64_MAX while the holder is synchronizing */
   struct gs_board_row row[GS_BOARD_ROWS];
@@ -116,6 +116,10 @@ uint32_t gs_board_weight(struct gs_board *b, int row, uint64_t now);
 uint64_t gs_board_take(struct gs_board *b, int row, pid_t pid, uint64_t now);
 /* Gives the turn back (only if `turn` still holds it) and wakes nobody: the caller does. */
 bool gs_board_release(struct gs_board *b, uint64_t turn);
+/* Takes the turn from a holder of lower priority than row, at once: the holder keeps at most
+ * one kernel in flight while a higher priority is about (see preload/gate-turn.c), so the
+ * new holder's work waits behind no more than that. 0 when the holder is not lower. */
+uint64_t gs_board_preempt(struct gs_board *b, int row, pid_t pid, uint64_t now);
 /* Takes the turn from a holder that is dead or has been idle past `idle_ns`. */
 uint64_t gs_board_steal(struct gs_board *b, int row, pid_t pid, uint64_t now, uint64_t idle_ns);
 

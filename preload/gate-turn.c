@@ -95,11 +95,12 @@ static uint64_t turn_length(struct gs_gate *g, uint64_t now)
  * for its own work it is busy, not idle: nobody may take the turn from it meanwhile. */
 static uint64_t collect(struct gs_gate *g, int keep)
 {
-  bool holding = keep >= 0 && atomic_load(&g->turn) != 0;
+  uint64_t t = atomic_load(&g->turn);
+  bool holding = keep >= 0 && t && atomic_load(&g->b->turn) == t;
   if (holding)
     atomic_store(&g->b->holder_active_ns, UINT64_MAX);
   uint64_t ns = gs__marker_collect(&g->mk, keep);
-  if (holding)
+  if (holding && atomic_load(&g->b->turn) == t)
     atomic_store(&g->b->holder_active_ns, gs__mono_ns());
   return ns;
 }
@@ -126,10 +127,10 @@ static void give_back(struct gs_gate *g, uint64_t t)
 static void turn_end(struct gs_gate *g, uint64_t now)
 {
   uint64_t t = atomic_load(&g->turn);
-  bool lost = atomic_load(&g->b->turn) != t, preempt = atomic_load(&g->b->preempt);
+  bool lost = atomic_load(&g->b->turn) != t;
   bool others = gs_board_others_waiting(g->b, g->row, now);
   bool capped = gs_board_cap_budget(g->b, g->row, now) != UINT64_MAX;
-  if (!lost && !preempt && !others && !capped) {
+  if (!lost && !others && !capped) {
     account(g, gs__marker_collect(&g->mk, -1), now);
     atomic_store(&g->b->holder_active_ns, now);
     atomic_store(&g->deadline_ns, now + gs_board_slice_ns(g->b));
@@ -138,7 +139,7 @@ static void turn_end(struct gs_gate *g, uint64_t now)
   mark_pending(g, false);
   account(g, collect(g, 0), now);
   now = gs__mono_ns();
-  if (!lost && !preempt && !others && gs_board_cap_wait(g->b, g->row, now) == 0) {
+  if (!lost && !others && gs_board_cap_wait(g->b, g->row, now) == 0) {
     atomic_store(&g->b->holder_active_ns, now);
     atomic_store(&g->deadline_ns, now + turn_length(g, now));
     return;
@@ -149,19 +150,14 @@ static void turn_end(struct gs_gate *g, uint64_t now)
     give_back(g, t);
 }
 
-/* A waiting tenant of higher priority than the holder asks it to end its turn now. */
-static void ask_preempt(struct gs_gate *g, uint64_t cur)
-{
-  if (cur && gs_board_rank(g->b, GS_TURN_ROW(cur)) < gs_board_rank(g->b, g->row) && !atomic_load(&g->b->preempt))
-    atomic_store(&g->b->preempt, 1);
-}
-
 static uint64_t try_take(struct gs_gate *g, uint64_t now)
 {
   struct gs_board *b = g->b;
   pid_t pid = getpid();
   int best = gs_board_pick(b, now);
-  uint64_t t = 0;
+  uint64_t t = gs_board_preempt(b, g->row, pid, now);
+  if (t)
+    return t;
   if (best == g->row || best < 0)
     t = gs_board_take(b, g->row, pid, now);
   if (!t && atomic_load(&b->turn) == 0 && now > atomic_load(&b->turn_start_ns) + UNCLAIMED_NS)
@@ -179,7 +175,6 @@ static void acquire(struct gs_gate *g)
   for (;;) {
     uint32_t seq = atomic_load(&b->seq);
     gs_board_wait_mark(b, g->row, now);
-    ask_preempt(g, atomic_load(&b->turn));
     uint64_t wait = gs_board_cap_wait(b, g->row, now), t = wait ? 0 : try_take(g, now);
     if (t) {
       atomic_store(&b->row[g->row].waiting_ns, 0);
@@ -197,8 +192,7 @@ static bool turn_good(struct gs_gate *g, uint64_t now)
 {
   uint64_t t = atomic_load_explicit(&g->turn, memory_order_relaxed);
   return t && now < atomic_load_explicit(&g->deadline_ns, memory_order_relaxed) &&
-         atomic_load_explicit(&g->b->turn, memory_order_relaxed) == t &&
-         !atomic_load_explicit(&g->b->preempt, memory_order_relaxed);
+         atomic_load_explicit(&g->b->turn, memory_order_relaxed) == t;
 }
 
 /* After a pause the stream may be idle: finish measuring what came before, and start a new
@@ -241,14 +235,10 @@ static void leave_slow(struct gs_gate *g, uint64_t now)
 {
   if (pthread_mutex_trylock(&g->mu) != 0)
     return; /* another thread is at it: the next launch marks instead */
+  refresh(g, now);
   mark_pending(g, false);
   g->last_mark_ns = now;
   account(g, collect(g, g->keep), now);
-  /* Asked to make way while its work ran: with nothing left in flight, it goes now, not at
-   * its next call into the driver. */
-  uint64_t t = atomic_load(&g->turn);
-  if (t && atomic_load(&g->b->preempt) && gs__marker_idle(&g->mk) && atomic_load(&g->b->turn) == t)
-    give_back(g, t);
   pthread_mutex_unlock(&g->mu);
 }
 
@@ -263,15 +253,24 @@ void gs__gate_leave(struct gs_gate *g, CUstream s, bool ptsz, uint64_t now)
   if (__builtin_expect(now >= g->shared_ns + SHARE_NS, 0)) {
     g->shared_ns = now;
     atomic_store_explicit(&g->b->row[g->row].active_ns, now, memory_order_relaxed);
-    if (atomic_load_explicit(&g->turn, memory_order_relaxed))
+    uint64_t t = atomic_load_explicit(&g->turn, memory_order_relaxed);
+    if (t && atomic_load_explicit(&g->b->turn, memory_order_relaxed) == t)
       atomic_store_explicit(&g->b->holder_active_ns, now, memory_order_relaxed);
   }
 }
 
 void gs__gate_sync_begin(struct gs_gate *g)
 {
-  if (atomic_load(&g->turn))
+  uint64_t t = atomic_load(&g->turn);
+  if (t && atomic_load(&g->b->turn) == t)
     atomic_store(&g->b->holder_active_ns, UINT64_MAX);
+}
+
+void gs__gate_exit(struct gs_gate *g)
+{
+  uint64_t t = atomic_load(&g->turn);
+  if (t && atomic_load(&g->b->turn) == t)
+    give_back(g, t);
 }
 
 /* The process has waited for its work: if nothing of it is left in flight and someone else
@@ -287,7 +286,7 @@ void gs__gate_sync_end(struct gs_gate *g)
   mark_pending(g, false);
   account(g, gs__marker_collect(&g->mk, -1), now);
   t = atomic_load(&g->turn);
-  bool want = atomic_load(&g->b->preempt) || gs_board_others_waiting(g->b, g->row, now);
+  bool want = gs_board_others_waiting(g->b, g->row, now);
   if (t && want && gs__marker_idle(&g->mk)) {
     if (atomic_load(&g->b->turn) == t)
       give_back(g, t);

@@ -24,6 +24,17 @@ static void gates_after_fork(void)
   pthread_mutex_init(&gates_lock, NULL);
 }
 
+/* A process that ends while it holds a turn hands it on at once. Its work has finished or
+ * been torn down with it; the little device time since its last marker goes uncharged. */
+__attribute__((destructor)) static void gates_at_exit(void)
+{
+  for (int i = 0; i < GS_LEDGER_MAX_GPUS; i++) {
+    struct gs_gate *g = atomic_load(&gates[i]);
+    if (g && g != GATE_NONE)
+      gs__gate_exit(g);
+  }
+}
+
 static void register_fork(void)
 {
   pthread_atfork(NULL, NULL, gates_after_fork);
