@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum wl_kind { K_SIZE, K_U64, K_DOUBLE, K_PATH, K_ALLOC, K_LAUNCH, K_INT };
+enum wl_kind { K_SIZE, K_U64, K_DOUBLE, K_PATH, K_ALLOC, K_LAUNCH, K_INT, K_FLAG };
 
 struct wl_optdef {
   const char *name;
@@ -37,6 +37,10 @@ static const struct wl_optdef wl_optdefs[] = {
   { "seed", K_U64, F(seed), 0 },
   { "rounds", K_U64, F(rounds), F(have_rounds) },
   { "procaddr-version", K_U64, F(procaddr_version), F(have_procaddr_version) },
+  { "start-at-ns", K_U64, F(start_at_ns), F(have_start_at) },
+  { "window-start-ns", K_U64, F(window_start_ns), F(have_window_start) },
+  { "window-end-ns", K_U64, F(window_end_ns), F(have_window_end) },
+  { "latency", K_FLAG, F(latency), 0 },
 };
 #undef F
 #define WL_NOPTS (sizeof(wl_optdefs) / sizeof(wl_optdefs[0]))
@@ -50,6 +54,11 @@ static const char wl_usage[] =
   "                                         N times (default 1)\n"
   "  hold --bytes SIZE [--chunk SIZE]       allocate, then wait for SIGTERM/SIGINT/SIGUSR1 or EOF on stdin\n"
   "  busy --seconds T [--duty D] [--kernel-us U] [--hold-bytes SIZE]\n"
+  "       [--start-at-ns S] [--window-start-ns A] [--window-end-ns B] [--latency]\n"
+  "                                         S: start at CLOCK_MONOTONIC time S and stop at S+T;\n"
+  "                                         reports the device time of its kernels inside\n"
+  "                                         [A, B] (default [start, start+T]); --latency:\n"
+  "                                         p50/p99/max of launch-to-completion per step\n"
   "  kernel-time --us U [--count N]         time single kernels with events and the host clock\n"
   "  churn --ops N --max-bytes SIZE [--seed S]\n"
   "  procaddr-check                         which symbol cuGetProcAddress_v2 returns per version\n"
@@ -130,6 +139,9 @@ static int set_option(struct wl_opts *o, const struct wl_optdef *d, const char *
     return wl_parse_size(arg, field);
   case K_U64:
     return parse_u64(arg, field);
+  case K_FLAG:
+    *(bool *) field = true;
+    return 0;
   case K_INT:
     if (parse_u64(arg, &v) < 0 || v > 1024)
       return -1;
@@ -161,7 +173,8 @@ static void opts_defaults(struct wl_opts *o)
 static void longopts_build(struct option *lo)
 {
   for (size_t i = 0; i < WL_NOPTS; i++)
-    lo[i] = (struct option) { wl_optdefs[i].name, required_argument, NULL, 256 + (int) i };
+    lo[i] = (struct option) { wl_optdefs[i].name, wl_optdefs[i].kind == K_FLAG ? no_argument : required_argument,
+                              NULL, 256 + (int) i };
   lo[WL_NOPTS] = (struct option) { "help", no_argument, NULL, 'h' };
   lo[WL_NOPTS + 1] = (struct option) { 0 };
 }
@@ -190,5 +203,7 @@ int wl_options_parse(int argc, char **argv, struct wl_opts *o)
   if (optind != argc - 1)
     return wl_fail("unexpected argument '%s' after mode '%s'", argv[optind + 1], argv[optind]);
   o->mode = argv[optind];
+  if (o->have_window_start && o->have_window_end && o->window_end_ns <= o->window_start_ns)
+    return wl_fail("--window-end-ns must be after --window-start-ns");
   return 0;
 }

@@ -23,7 +23,11 @@ struct wl_opts {
   uint64_t kernel_us, us, count, ops, seed;
   uint64_t rounds;             /* alloc-until-oom: fill-then-free cycles */
   uint64_t procaddr_version;   /* the cudaVersion the procaddr paths ask for */
+  /* busy: when to start (CLOCK_MONOTONIC ns), and the window whose device time it reports */
+  uint64_t start_at_ns, window_start_ns, window_end_ns;
+  bool latency;                /* busy: report per-step launch-to-completion latency */
   bool have_seconds, have_us, have_rounds, have_procaddr_version;
+  bool have_start_at, have_window_start, have_window_end;
 };
 
 /* The most fill-then-free cycles alloc-until-oom runs in one process. */
