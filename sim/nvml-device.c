@@ -258,10 +258,11 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *
 }
 
 /* Used memory is what live processes hold; processes that died holding memory are reaped
- * first, so a killed process's memory is gone by the next query, as with the real driver. */
+ * first (at most GSN_REAP_PERIOD_NS late), so a killed process's memory is soon gone, as with
+ * the real driver. */
 static void memory_read(struct gpusim_dev *dev, unsigned long long *total, unsigned long long *used)
 {
-  gpusim_reap_dead();
+  gpusim_reap_dead_every(GSN_REAP_PERIOD_NS);
   *total = dev->total_bytes;
   *used = atomic_load(&dev->used_bytes);
   if (*used > *total)

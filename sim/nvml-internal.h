@@ -38,4 +38,8 @@ unsigned int gpusim_nvml_gpu_util(const struct gpusim_dev *dev);
 /* The PCI bus of device `index`; the simulated CUDA library reports the same. */
 #define NVML_SIM_PCI_BUS(index) (0x10u + (unsigned) (index))
 
+/* How stale NVML's view of dead processes may be: a monitor asks for memory and processes
+ * on every device each second, and each reap reads /proc for every live process. */
+#define GSN_REAP_PERIOD_NS 100000000ULL
+
 #endif

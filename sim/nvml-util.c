@@ -48,20 +48,19 @@ struct proc_entry {
 };
 
 /* Lists the live processes with a context or memory on device d into out (room for
- * GPUSIM_MAX_PROCS). Dead ones are reaped first so they neither show nor hold memory. */
+ * GPUSIM_MAX_PROCS). Dead ones are reaped first (at most GSN_REAP_PERIOD_NS late) so they
+ * neither show nor hold memory. */
 static unsigned int procs_collect(int d, struct proc_entry *out)
 {
   struct gpusim_shared *s = gpusim_state(NULL);
   unsigned int n = 0;
-  gpusim_reap_dead();
+  gpusim_reap_dead_every(GSN_REAP_PERIOD_NS);
   for (int i = 0; i < GPUSIM_MAX_PROCS; i++) {
     struct gpusim_proc *p = &s->proc[i];
     if (atomic_load(&p->state) != GPUSIM_SLOT_LIVE)
       continue;
     uint64_t used = __atomic_load_n(&p->used[d], __ATOMIC_RELAXED);
     if (atomic_load(&p->contexts[d]) == 0 && used == 0)
-      continue;
-    if (!gpusim_proc_alive(p->pid, p->start_time))
       continue;
     out[n].pid = (unsigned) p->pid;
     out[n].used = used;

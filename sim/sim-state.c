@@ -270,6 +270,17 @@ int gpusim_reap_dead(void)
   return n;
 }
 
+int gpusim_reap_dead_every(uint64_t period_ns)
+{
+  static _Atomic uint64_t last;
+  uint64_t now = gpusim_now_ns(), prev = atomic_load(&last);
+  if (prev && now < prev + period_ns)
+    return 0;
+  if (!atomic_compare_exchange_strong(&last, &prev, now))
+    return 0;
+  return gpusim_reap_dead();
+}
+
 static struct gpusim_proc *slot_claim(pid_t pid, uint64_t start)
 {
   /* A LIVE slot with our own identity belongs to the image we replaced by exec; the real

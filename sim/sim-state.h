@@ -98,6 +98,9 @@ uint64_t gpusim_now_ns(void);
 void gpusim_sleep_until(uint64_t t);
 
 /* True when (pid, start_time) names a process that is still running. */
+/* Reaps as gpusim_reap_dead does, unless this process did so less than period_ns ago: for
+ * monitoring queries, which a daemon makes many times a second. */
+int gpusim_reap_dead_every(uint64_t period_ns);
 bool gpusim_proc_alive(pid_t pid, uint64_t start_time);
 /* Start time of a process in clock ticks since boot, or 0 if it is gone. */
 uint64_t gpusim_proc_start_time(pid_t pid);
