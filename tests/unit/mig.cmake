@@ -1,0 +1,2 @@
+# Unit tests for MIG profile tables and layouts (lib/mig-table.c, lib/mig-plan.c).
+gs_unit_test(test_lib_mig SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_lib_mig.c LIBS gpuslice_core m)
