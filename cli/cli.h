@@ -13,6 +13,7 @@ enum { CLI_OK = 0, CLI_FAILURE = 1, CLI_USAGE = 2 };
 int cli_run(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_pack(int argc, char **argv);
+int cli_plan(int argc, char **argv);
 int cli_mig(int argc, char **argv);
 int cli_savings(int argc, char **argv);
 int cli_prices(int argc, char **argv);

@@ -20,6 +20,7 @@ static const struct verb verbs[] = {
   { "run", cli_run, "Run a command with the gpuslice interposer loaded" },
   { "demo", cli_demo, "Run three workloads side by side on one GPU and show what each got" },
   { "pack", cli_pack, "Replay a GPU cluster trace through a placement policy" },
+  { "plan", cli_plan, "Plan GPU sharing from measured utilization and memory" },
   { "mig", cli_mig, "Plan MIG layouts for memory demands; list a model's MIG profiles" },
   { "savings", cli_savings, "Show stacked savings: sharing, then spot, then commitments" },
   { "prices", cli_prices, "Show the GPU price table in effect, with sources and dates" },
