@@ -62,6 +62,12 @@ void bench_gpu_close(void)
   memset(&G, 0, sizeof(G));
 }
 
+void bench_gpu_handles(CUstream *stream, CUfunction *busy)
+{
+  *stream = G.stream;
+  *busy = G.busy;
+}
+
 static unsigned warmup_rounds(const struct bench_opts *o)
 {
   return o->rounds / 10 + 2;

@@ -34,6 +34,8 @@ struct bench_result {
  * after printing one line. */
 int bench_gpu_open(void);
 void bench_gpu_close(void);
+/* The stream and the sim_busy kernel that bench_gpu_open set up (launch-gate-bench.c). */
+void bench_gpu_handles(CUstream *stream, CUfunction *busy);
 
 /* The timed operations. Each fills r (r->ns allocated) and returns 0, or -1 after printing
  * one line. */
