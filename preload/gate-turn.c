@@ -268,9 +268,12 @@ void gs__gate_sync_begin(struct gs_gate *g)
 
 void gs__gate_exit(struct gs_gate *g)
 {
-  uint64_t t = atomic_load(&g->turn);
+  uint64_t t = atomic_load(&g->turn), mine = g->shared_ns;
   if (t && atomic_load(&g->b->turn) == t)
     give_back(g, t);
+  /* Unless another process of the tenant has launched since, the tenant no longer competes:
+   * others need not keep measuring as if it did. */
+  atomic_compare_exchange_strong(&g->b->row[g->row].active_ns, &mine, 0);
 }
 
 /* The process has waited for its work: if nothing of it is left in flight and someone else
