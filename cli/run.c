@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run-register.h"
 #include "run-tenant.h"
 #include "sim-models.h"
 
@@ -283,7 +284,12 @@ int cli_run(int argc, char **argv)
     return cli_fail("run", &err);
   if (run_tenant_create(&tenant, &err) < 0)
     return cli_fail("run", &err);
+  if (run_register(&tenant, &err) < 0) {
+    run_tenant_end(&tenant);
+    return cli_fail("run", &err);
+  }
   r = spawn_and_wait(argv + optind, &tenant);
+  run_unregister(&tenant, r);
   run_tenant_end(&tenant);
   return r;
 }

@@ -68,4 +68,12 @@ bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid
  * (gs_limits_match with geteuid()), 0 when there is none. Never fails otherwise. */
 int gs_limits_find(const char *state_dir, const struct gs_ledger *l, struct gs_limits **out);
 
+/* The names the API, the CLI and the usage ledger give the compute enums of gs-ledger.h. */
+const char *gs_compute_policy_name(uint32_t policy); /* "share", "cap" */
+const char *gs_priority_name(uint32_t priority);     /* "normal", "low", "high" */
+
+/* Calls fn(key, value, data) for each "k=v" line of labels (the labels of a ledger or a
+ * limits file); lines without '=' are skipped. */
+void gs_labels_foreach(const char *labels, void (*fn)(const char *key, const char *value, void *data), void *data);
+
 #endif

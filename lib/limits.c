@@ -158,3 +158,28 @@ int gs_limits_find(const char *state_dir, const struct gs_ledger *l, struct gs_l
     return 1;
   return strcmp(state_dir, GS_LIMITS_SYSTEM_DIR) != 0 && find_in(GS_LIMITS_SYSTEM_DIR, l, out);
 }
+
+const char *gs_compute_policy_name(uint32_t policy)
+{
+  return policy == GS_COMPUTE_CAP ? "cap" : "share";
+}
+
+const char *gs_priority_name(uint32_t priority)
+{
+  return priority == GS_PRIO_HIGH ? "high" : priority == GS_PRIO_LOW ? "low" : "normal";
+}
+
+void gs_labels_foreach(const char *labels, void (*fn)(const char *key, const char *value, void *data), void *data)
+{
+  char key[GS_LEDGER_LABELS_MAX], value[GS_LEDGER_LABELS_MAX];
+  for (const char *p = labels; p && *p;) {
+    size_t n = strcspn(p, "\n");
+    const char *eq = memchr(p, '=', n);
+    if (eq && n < sizeof(key)) {
+      snprintf(key, sizeof(key), "%.*s", (int) (eq - p), p);
+      snprintf(value, sizeof(value), "%.*s", (int) (p + n - eq - 1), eq + 1);
+      fn(key, value, data);
+    }
+    p += n + (p[n] == '\n');
+  }
+}

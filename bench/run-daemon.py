@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""What the node daemon costs the node: its memory (RSS) and its CPU at 1 s sampling, on 8
+simulated GPUs, with no tenant (the baseline, measured in the same run) and with many.
+
+Starts `gpuslice daemon --interval 1` with GPUSLICE_SIM=h100-80gb:8 in a private state dir,
+measures it idle for --seconds, then starts --tenants tenants (`gpuslice run --vram 1Gi
+--label team=tN -- gpusim-workload hold --bytes 64Mi --device K`, spread over the 8 GPUs),
+waits until the daemon lists them all, and measures again for --seconds. CPU is the daemon's
+utime+stime from /proc over the window, as a percentage of one core; RSS is VmRSS at the end
+and VmHWM (the peak). It also reports the last sample's duration as the daemon measured it
+and the usage ledger's size. Targets: RSS < 20 MB, CPU < 1% of a core.
+
+Prints a table and a JSON object on stdout. Exit status: 0 when it ran (a missed target is
+reported, not failed, unless --check), 1 when a run failed, 3 with --check on a missed target.
+"""
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+from daemon_http import request  # noqa: E402
+
+RSS_TARGET_MB = 20.0
+CPU_TARGET_PCT = 1.0
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", type=pathlib.Path, default=REPO / "build", help="CMake build directory")
+    p.add_argument("--tenants", type=int, default=128, help="tenants to start (default 128)")
+    p.add_argument("--seconds", type=float, default=30.0, help="length of each measuring window (default 30)")
+    p.add_argument("--check", action="store_true", help="exit 3 when a target is missed")
+    return p.parse_args()
+
+
+def proc_cpu_s(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_mem_mb(pid):
+    out = {}
+    for line in open(f"/proc/{pid}/status"):
+        key, _, val = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(val.split()[0]) / 1024.0
+    return out
+
+
+def rss_split_mb(pid):
+    """RSS by kind: anonymous (the daemon's own data), shared libraries, and the simulated
+    driver's state file (a test double's mapping; a real driver maps its own)."""
+    out = {"anon_mb": 0.0, "libs_mb": 0.0, "sim_state_mb": 0.0}
+    name = ""
+    for line in open(f"/proc/{pid}/smaps"):
+        head = line.split()
+        if not line[0].isupper():
+            name = head[5] if len(head) > 5 else ""
+        elif head[0] == "Rss:":
+            kb = int(head[1]) / 1024.0
+            key = "sim_state_mb" if "/sim/gpusim-" in name else "libs_mb" if name.endswith(tuple(
+                [".so", ".1", ".2", ".3", ".6", ".30", ".0"])) or ".so." in name else "anon_mb"
+            out[key] += kb
+    return out
+
+
+def window(pid, sock, seconds):
+    h0, c0, t0 = health(sock), proc_cpu_s(pid), time.monotonic()
+    time.sleep(seconds)
+    h1, c1, t1 = health(sock), proc_cpu_s(pid), time.monotonic()
+    mem = proc_mem_mb(pid)
+    sampling = h1["sample_seconds_total"] - h0["sample_seconds_total"]
+    nvml = h1["nvml_seconds_total"] - h0["nvml_seconds_total"]
+    cpu = 100.0 * (c1 - c0) / (t1 - t0)
+    share = nvml / sampling if sampling > 0 else 0.0
+    return dict({"cpu_pct": cpu, "nvml_share": share, "cpu_pct_without_nvml": cpu * (1 - share),
+                 "rss_mb": mem["VmRSS"], "hwm_mb": mem["VmHWM"]}, **rss_split_mb(pid))
+
+
+def env_for(build, root):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUSLICE_", "GPUSIM_")) and k != "LD_PRELOAD"}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env.update(GPUSLICE_SIM="h100-80gb:8", GPUSIM_STATE_DIR=str(root / "sim"), GPUSLICE_STATE_DIR=str(root / "state"),
+               GPUSLICE_LEDGER_DB=str(root / "ledger.db"), GPUSLICE_SOCKET=str(root / "state" / "gpuslice.sock"),
+               GPUSLICE_METRICS_LISTEN=f"127.0.0.1:{port}", GPUSLICE_INTERVAL="1",
+               LD_LIBRARY_PATH=str(build / "lib" / "sim"))
+    (root / "sim").mkdir()
+    return env
+
+
+def wait_for(pred, timeout=120.0):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def start_tenants(build, env, n):
+    procs = []
+    for i in range(n):
+        cmd = [str(build / "bin" / "gpuslice"), "run", "--name", f"t{i}", "--vram", "1Gi", "--label", f"team=t{i % 8}",
+               "--", str(build / "bin" / "gpusim-workload"), "hold", "--bytes", "64Mi", "--device", str(i % 8)]
+        p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        procs.append(p)
+    for p in procs:
+        if not p.stdout.readline():
+            raise SystemExit("a tenant failed to start")
+    return procs
+
+
+def health(sock):
+    return request(sock, "GET", "/v1/health")[1]
+
+
+def measure(args, root):
+    env = env_for(args.build, root)
+    sock = root / "state" / "gpuslice.sock"
+    daemon = subprocess.Popen([str(args.build / "bin" / "gpuslice"), "daemon", "--foreground", "--log-level", "warn"],
+                              env=env)
+    tenants = []
+    try:
+        if not wait_for(lambda: sock.exists()):
+            raise SystemExit("the daemon did not start")
+        idle = window(daemon.pid, sock, args.seconds)
+        tenants = start_tenants(args.build, env, args.tenants)
+        if not wait_for(lambda: health(sock)["tenants"] == args.tenants):
+            raise SystemExit("the daemon did not list every tenant")
+        busy = window(daemon.pid, sock, args.seconds)
+        busy["last_sample_s"] = health(sock)["last_sample_duration_s"]
+        busy["ledger_mb"] = sum(os.path.getsize(f) for f in root.glob("ledger.db*")) / 1e6
+        return idle, busy
+    finally:
+        for p in tenants:
+            p.stdin.close()
+        for p in tenants:
+            p.wait(timeout=60)
+        daemon.terminate()
+        daemon.wait(timeout=30)
+
+
+def main():
+    args = parse_args()
+    root = pathlib.Path(tempfile.mkdtemp(prefix="gs-bench-daemon-"))
+    try:
+        idle, busy = measure(args, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"gpuslice daemon, 8 simulated H100s, 1 s sampling, {args.seconds:.0f} s windows")
+    print(f"{'':28} {'CPU % of a core':>16} {'RSS MB':>8} {'peak RSS MB':>12}")
+    print(f"{'no tenants (baseline)':28} {idle['cpu_pct']:16.3f} {idle['rss_mb']:8.1f} {idle['hwm_mb']:12.1f}")
+    print(f"{str(args.tenants) + ' tenants':28} {busy['cpu_pct']:16.3f} {busy['rss_mb']:8.1f} {busy['hwm_mb']:12.1f}")
+    print(f"last sample took {busy['last_sample_s'] * 1000:.2f} ms; usage ledger {busy['ledger_mb']:.2f} MB")
+    print(f"with {args.tenants} tenants: {busy['nvml_share'] * 100:.0f}% of sampling time is in NVML calls (here the "
+          f"simulated driver); CPU without them {busy['cpu_pct_without_nvml']:.3f}% of a core")
+    print(f"RSS: {busy['anon_mb']:.1f} MB the daemon's own (heap, mapped limits files), {busy['libs_mb']:.1f} MB shared libraries, "
+          f"{busy['sim_state_mb']:.1f} MB the simulated driver's state file")
+    ok = busy["hwm_mb"] < RSS_TARGET_MB and busy["cpu_pct"] < CPU_TARGET_PCT
+    print(f"targets: RSS < {RSS_TARGET_MB} MB, CPU < {CPU_TARGET_PCT}% of a core: {'met' if ok else 'MISSED'}")
+    print(json.dumps({"tenants": args.tenants, "gpus": 8, "interval_s": 1, "idle": idle, "busy": busy,
+                      "targets_met": ok}))
+    return 3 if args.check and not ok else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

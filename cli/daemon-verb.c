@@ -1,0 +1,102 @@
+/* Shared plumbing of the daemon verbs (daemon-verb.h): one request with the CLI's error
+ * reporting, JSON printing, and lenient reads of reply fields. */
+#include "daemon-verb.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+
+int verb_request(const char *verb, const char *socket, const char *method, const char *path,
+                 const json_t *body, json_t **reply)
+{
+  gs_error_t err = NULL;
+  struct daemon_client *c = daemon_client_new(socket, &err);
+  if (!c)
+    return cli_fail(verb, &err);
+  int r = daemon_client_request(c, method, path, body, reply, NULL, &err);
+  daemon_client_free(c);
+  if (r < 0)
+    return cli_fail(verb, &err);
+  return CLI_OK;
+}
+
+int verb_print_json(const json_t *j)
+{
+  if (json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 || fputc('\n', stdout) == EOF ||
+      fflush(stdout) == EOF)
+    return CLI_FAILURE;
+  return CLI_OK;
+}
+
+double jnum(const json_t *o, const char *key, double dflt)
+{
+  const json_t *v = json_object_get(o, key);
+  return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+const char *jstr(const json_t *o, const char *key)
+{
+  return json_string_value(json_object_get(o, key));
+}
+
+bool jhas_num(const json_t *o, const char *key)
+{
+  return json_is_number(json_object_get(o, key));
+}
+
+static int parse_simple(const char *verb, const char *usage, int argc, char **argv,
+                        const char **socket, bool *json)
+{
+  static const struct option opts[] = {
+    { "socket", required_argument, NULL, 'S' },
+    { "json", no_argument, NULL, 'j' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'h':
+      fputs(usage, stdout);
+      return CLI_OK;
+    case 'S':
+      *socket = optarg;
+      break;
+    case 'j':
+      *json = true;
+      break;
+    default:
+      return cli_bad_option(verb, argv, c);
+    }
+  }
+  if (optind < argc)
+    return cli_usage_error(verb, "'%s': unexpected argument (see gpuslice %s --help)",
+                           argv[optind], verb);
+  return -1;
+}
+
+int verb_list(const char *verb, const char *usage, int argc, char **argv, const char *path,
+              const char *key, struct table *(*build)(const json_t *))
+{
+  const char *socket = NULL;
+  bool json = false;
+  int r = parse_simple(verb, usage, argc, argv, &socket, &json);
+  if (r >= 0)
+    return r;
+  _cleanup_json_ json_t *reply = NULL;
+  if ((r = verb_request(verb, socket, "GET", path, NULL, &reply)) != CLI_OK)
+    return r;
+  const json_t *items = json_object_get(reply, key);
+  if (!json_is_array(items)) {
+    fprintf(stderr, "gpuslice: %s: daemon reply has no \"%s\" array\n", verb, key);
+    return CLI_FAILURE;
+  }
+  if (json)
+    return verb_print_json(reply);
+  struct table *t = build(items);
+  table_print(t, stdout);
+  table_free(t);
+  return fflush(stdout) == 0 ? CLI_OK : CLI_FAILURE;
+}

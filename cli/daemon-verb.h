@@ -1,0 +1,45 @@
+/* What the verbs that ask the daemon (ps, gpus, top, usage, set) share beyond the client
+ * itself: one request that reports its own failure the CLI's way, JSON output, and typed
+ * reads of the daemon's replies that tolerate a missing or null field. */
+#ifndef GS_CLI_DAEMON_VERB_H
+#define GS_CLI_DAEMON_VERB_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "daemon-client.h"
+#include "table.h"
+
+/* Sends the request to the daemon at socket (NULL: the default). On success returns 0 with
+ * *reply (may be NULL for an empty reply). On failure prints "gpuslice: <verb>: <why>" and
+ * returns CLI_FAILURE. */
+int verb_request(const char *verb, const char *socket, const char *method, const char *path,
+                 const json_t *body, json_t **reply);
+
+/* The options and exit statuses of a listing verb's --help (ps, gpus). */
+#define VERB_LIST_OPTIONS                                                          \
+  "Options:\n"                                                                     \
+  "  --json          Print JSON (keys documented in docs/cli.md)\n"                \
+  "  --socket PATH   The daemon's socket (default: $GPUSLICE_SOCKET, else\n"      \
+  "                  /run/gpuslice/gpuslice.sock for root)\n"                      \
+  "  -h, --help      Show this help and exit\n"                                    \
+  "\n"                                                                             \
+  "Exit status: 0 success, 1 failure (no daemon answers), 2 usage error.\n"
+
+/* The whole of a listing verb (ps, gpus) that takes only --socket PATH, --json and --help:
+ * GETs path, checks that reply[key] is an array, and prints the reply as JSON or the table
+ * build makes of that array. Returns the exit status. */
+int verb_list(const char *verb, const char *usage, int argc, char **argv, const char *path,
+              const char *key, struct table *(*build)(const json_t *));
+
+/* Prints j as indented JSON with a final newline. Returns CLI_OK, or CLI_FAILURE when stdout
+ * fails. */
+int verb_print_json(const json_t *j);
+
+/* Reads o[key]: a number (integer or real) else dflt; a string else NULL. */
+double jnum(const json_t *o, const char *key, double dflt);
+const char *jstr(const json_t *o, const char *key);
+/* True when o[key] is a number (not null, not missing). */
+bool jhas_num(const json_t *o, const char *key);
+
+#endif

@@ -1,0 +1,66 @@
+/* GET /v1/usage?by=tenant|user|label:KEY&since=7d|24h|30m|RFC3339: the usage report from the
+ * usage ledger (ledger-usage.c). A user's report covers their own tenants only. */
+#include "api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* "7d", "24h", "30m", "90s" before now, or an RFC 3339 time in UTC ("...Z"). -1 when bad. */
+static double parse_since(const char *s, double now)
+{
+  char *end = NULL;
+  double n = strtod(s, &end);
+  struct tm tm;
+  if (end != s && n >= 0 && end[0] && !end[1]) {
+    switch (end[0]) {
+    case 'd':
+      return now - n * 86400;
+    case 'h':
+      return now - n * 3600;
+    case 'm':
+      return now - n * 60;
+    case 's':
+      return now - n;
+    }
+  }
+  memset(&tm, 0, sizeof(tm));
+  end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!end || (strcmp(end, "Z") != 0 && strcmp(end, "+00:00") != 0))
+    return -1;
+  return (double) timegm(&tm);
+}
+
+static bool by_valid(const char *by)
+{
+  if (strcmp(by, "tenant") == 0 || strcmp(by, "user") == 0)
+    return true;
+  return strncmp(by, "label:", 6) == 0 && by[6] &&
+         strspn(by + 6, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(by + 6);
+}
+
+int api_route_usage(struct api_req *rq, struct api_reply *r)
+{
+  gs_error_t err = NULL;
+  if (strcmp(rq->path, "/v1/usage") != 0)
+    return 1;
+  if (strcmp(rq->method, "GET") != 0)
+    return api_error(r, 405, "use GET");
+  const char *by = rq->query(rq, "by"), *since_arg = rq->query(rq, "since");
+  double now = daemon_now_unix();
+  by = by && *by ? by : "tenant";
+  if (!by_valid(by))
+    return api_error(r, 400, "query 'by': want tenant, user or label:KEY");
+  double since = since_arg && *since_arg ? parse_since(since_arg, now) : 0;
+  if (since < 0)
+    return api_error(r, 400, "query 'since': want a duration such as 7d, 24h, 30m, or an RFC 3339 time");
+  json_t *rows = ledger_db_usage(rq->d->db, by, since, now + 1, rq->peer.admin ? (uid_t) -1 : rq->peer.uid, &err);
+  if (!rows) {
+    api_error(r, 500, "%s", err->msg);
+    gs_error_release(&err);
+    return 0;
+  }
+  return api_ok(r, 200,
+                json_pack("{s:o, s:o, s:s, s:o}", "since", api_time_json(since), "until", api_time_json(now), "by", by, "rows", rows));
+}

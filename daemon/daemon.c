@@ -1,0 +1,222 @@
+/* `gpuslice daemon`: the node daemon's life. It loads its settings, finds the GPUs (one line
+ * and exit 1 without a driver), opens the usage ledger, adopts the tenants an earlier run
+ * left, takes a first sample, and starts serving; then one poll loop runs the API server, the
+ * metrics server and the sampling timer until SIGTERM or SIGINT.
+ *
+ * Without --foreground it detaches once it serves, and the command returns 0 then (or prints
+ * why it could not start and returns 1); the detached daemon logs to syslog. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gs-fs.h"
+
+static double now_clock(clockid_t id)
+{
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+double daemon_now_unix(void)
+{
+  return now_clock(CLOCK_REALTIME);
+}
+
+double daemon_now_mono(void)
+{
+  return now_clock(CLOCK_MONOTONIC);
+}
+
+double daemon_uptime(const struct daemon *d)
+{
+  return daemon_now_mono() - d->health.started_mono;
+}
+
+static void log_sink(int level, const char *line, void *data)
+{
+  static const char *const names[] = { "error", "warn", "info", "debug" };
+  (void) data;
+  fprintf(stderr, "gpuslice: daemon: %s: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], line);
+}
+
+/* Once detached there is no terminal to write to: log to syslog instead. */
+static void syslog_sink(int level, const char *line, void *data)
+{
+  static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+  (void) data;
+  syslog(prio[level < 0 ? 0 : level > 3 ? 3 : level], "%s", line);
+}
+
+static int start(struct daemon *d, gs_error_t *err)
+{
+  d->health.started_mono = daemon_now_mono();
+  d->health.started_unix = daemon_now_unix();
+  if (nvml_open(&d->nvml, err) < 0)
+    return -1;
+  if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 || ledger_db_open(d->cfg.ledger, &d->db, err) < 0)
+    return -1;
+  registry_init(&d->reg, d->cfg.state_dir);
+  sampler_gpus(d);
+  sampler_adopt(d);
+  if (ledger_db_close_orphans(d->db, &d->reg, err) < 0)
+    return -1;
+  sampler_run(d);
+  if (api_http_start(d, err) < 0 || metrics_http_start(d, err) < 0)
+    return -1;
+  GS_LOG(GS_LOG_INFO, "serving on %s, metrics on %s; %d GPU(s), %d tenant(s) adopted", d->cfg.socket,
+         d->cfg.metrics_listen, d->snap.ngpus, d->reg.n);
+  return 0;
+}
+
+static void stop(struct daemon *d)
+{
+  metrics_http_stop(d);
+  api_http_stop(d);
+  /* The limits files stay: the tenants keep their limits until a daemon adopts them again. */
+  registry_release(&d->reg);
+  ledger_db_close(d->db);
+  sampler_release(d);
+  nvml_close(d->nvml);
+}
+
+static int make_timer(double interval)
+{
+  int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  struct itimerspec it;
+  it.it_interval.tv_sec = (time_t) interval;
+  it.it_interval.tv_nsec = (long) ((interval - (double) (time_t) interval) * 1e9);
+  it.it_value = it.it_interval;
+  if (fd >= 0)
+    timerfd_settime(fd, 0, &it, NULL);
+  return fd;
+}
+
+static int make_signalfd(void)
+{
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigprocmask(SIG_BLOCK, &set, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+static int epoll_fd(struct MHD_Daemon *m)
+{
+  const union MHD_DaemonInfo *i = m ? MHD_get_daemon_info(m, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+  return i ? i->epoll_fd : -1;
+}
+
+/* The poll timeout that libmicrohttpd needs for its connection timeouts, in ms; -1: none. */
+static int mhd_timeout(struct daemon *d)
+{
+  MHD_UNSIGNED_LONG_LONG a = 0, b = 0;
+  bool ha = d->api && MHD_get_timeout(d->api, &a) == MHD_YES;
+  bool hb = d->metrics && MHD_get_timeout(d->metrics, &b) == MHD_YES;
+  if (!ha && !hb)
+    return -1;
+  MHD_UNSIGNED_LONG_LONG t = ha && hb ? (a < b ? a : b) : ha ? a : b;
+  return t > 60000 ? 60000 : (int) t;
+}
+
+static void loop(struct daemon *d, int sfd, int tfd)
+{
+  struct pollfd p[4] = { { .fd = sfd, .events = POLLIN }, { .fd = tfd, .events = POLLIN },
+                         { .fd = epoll_fd(d->api), .events = POLLIN }, { .fd = epoll_fd(d->metrics), .events = POLLIN } };
+  uint64_t ticks;
+  for (;;) {
+    if (poll(p, 4, mhd_timeout(d)) < 0 && errno != EINTR)
+      return;
+    if (p[0].revents & POLLIN)
+      return;
+    if ((p[1].revents & POLLIN) && read(tfd, &ticks, sizeof(ticks)) == (ssize_t) sizeof(ticks))
+      sampler_run(d);
+    if (d->api)
+      MHD_run(d->api);
+    if (d->metrics)
+      MHD_run(d->metrics);
+  }
+}
+
+/* Without --foreground: the parent waits until the child serves (a byte on the pipe) or has
+ * failed (the pipe closes), and exits with the outcome. Returns the write end in the child. */
+static int detach(void)
+{
+  int pipefd[2];
+  char c;
+  if (pipe2(pipefd, O_CLOEXEC) < 0)
+    return -1;
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid > 0) {
+    close(pipefd[1]);
+    _exit(read(pipefd[0], &c, 1) == 1 ? 0 : 1);
+  }
+  close(pipefd[0]);
+  setsid();
+  return pipefd[1];
+}
+
+static void ready(int fd)
+{
+  if (fd < 0)
+    return;
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  openlog("gpuslice-daemon", LOG_PID, LOG_DAEMON);
+  gs_log_set_sink(syslog_sink, NULL);
+  if (null >= 0) {
+    dup2(null, STDIN_FILENO);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    close(null);
+  }
+  if (write(fd, "1", 1) < 0)
+    GS_LOG(GS_LOG_WARN, "tell the parent: %s", strerror(errno));
+  close(fd);
+}
+
+int gs_daemon_main(int argc, char **argv)
+{
+  struct daemon d;
+  gs_error_t err = NULL;
+  memset(&d, 0, sizeof(d));
+  int r = daemon_config_load(&d.cfg, argc, argv);
+  if (r >= 0) {
+    daemon_config_release(&d.cfg);
+    return r;
+  }
+  gs_log_level = gs_log_level_parse(d.cfg.log_level);
+  gs_log_set_sink(log_sink, NULL);
+  int notify = d.cfg.foreground ? -1 : detach();
+  int sfd = make_signalfd(), tfd = make_timer(d.cfg.interval);
+  if (sfd < 0 || tfd < 0 || start(&d, &err) < 0) {
+    fprintf(stderr, "gpuslice: daemon: %s\n", err ? err->msg : strerror(errno));
+    gs_error_release(&err);
+    stop(&d);
+    daemon_config_release(&d.cfg);
+    return 1;
+  }
+  ready(notify);
+  loop(&d, sfd, tfd);
+  GS_LOG(GS_LOG_INFO, "stopping");
+  stop(&d);
+  close(sfd);
+  close(tfd);
+  daemon_config_release(&d.cfg);
+  return 0;
+}

@@ -1,0 +1,250 @@
+/* Internal interface of the node daemon (`gpuslice daemon`): the pieces of daemon/ and the
+ * state they share. One thread runs everything: the API server on the Unix socket, the
+ * metrics server on TCP, and the sampler, driven from one poll loop (daemon.c), so nothing
+ * here locks.
+ *
+ *   config.c        the settings table: defaults, config file, environment, flags, --help
+ *   gpu-nvml.c      NVML loaded at run time: discovery and per-GPU samples
+ *   registry.c      the tenants: registering, adopting, limits files, ending
+ *   tenant-read.c   reading a tenant's ledger without mapping it
+ *   sampler.c       one sample: the node snapshot and the usage ledger's interval rows
+ *   ledger-db.c     the SQLite usage ledger; ledger-schema.c its schema and migrations;
+ *                   ledger-usage.c the usage report read from it
+ *   access.c        who is calling (SO_PEERCRED) and what they may see
+ *   api-http.c      the HTTP server on the Unix socket: bodies, errors, routing
+ *   api-tenants.c, api-node.c, api-usage.c   the routes
+ *   metrics-http.c  GET /metrics and GET /health on TCP */
+#ifndef GS_DAEMON_H
+#define GS_DAEMON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "gpuslice.h"
+#include "gs-limits.h"
+#include "gs-snapshot.h"
+
+#define DAEMON_VERSION "0.1.0"
+#define DAEMON_BODY_MAX (64 * 1024)
+
+/* ---- configuration (config.c) ---- */
+
+struct daemon_config {
+  char *config_file;
+  char *socket;
+  unsigned socket_mode;
+  char *metrics_listen;  /* "ADDR:PORT", or "off" */
+  char *ledger;
+  char *state_dir;
+  double interval;       /* seconds between samples */
+  char *admin_group;
+  char *log_level;
+  bool foreground;
+};
+
+/* Fills c from defaults, the config file, the environment and argv, in that order of
+ * precedence (last wins). Returns -1 to go on, or the exit status to return now (--help,
+ * a usage error). */
+int daemon_config_load(struct daemon_config *c, int argc, char **argv);
+void daemon_config_release(struct daemon_config *c);
+/* Writes the commented sample configuration (packaging/gpuslice.conf.sample). */
+void daemon_config_print_sample(FILE *f);
+
+/* ---- GPUs (gpu-nvml.c) ---- */
+
+struct nvml;
+/* Loads NVML (the simulated one from libdir/sim when GPUSLICE_SIM is set) and initializes it. */
+int nvml_open(struct nvml **out, gs_error_t *err);
+void nvml_close(struct nvml *n);
+int nvml_gpu_count(const struct nvml *n);
+const char *nvml_driver_version(const struct nvml *n);
+/* Fills g with the GPU's identity and current readings. A reading the device does not
+ * support is left 0. Returns 0, or -1 with err. */
+int nvml_sample(struct nvml *n, int index, struct gs_snap_gpu *g, gs_error_t *err);
+/* The number of compute processes on the GPU, or -1 when unknown. */
+int nvml_process_count(struct nvml *n, int index);
+
+/* ---- tenants (registry.c, tenant-read.c) ---- */
+
+/* One GPU of a tenant, as last sampled from its ledger. */
+struct tenant_gpu {
+  uint64_t used_bytes, peak_bytes, gpu_ns, throttled_ns;
+  uint32_t share_ppm;
+  uint64_t last_gpu_ns, last_throttled_ns; /* at the previous interval row */
+};
+
+struct tenant {
+  char name[GS_LEDGER_NAME_MAX];
+  uid_t uid;
+  char user[64];
+  pid_t owner_pid;
+  uint64_t owner_start_time;
+  uint64_t created_unix_ns;
+  char ledger_dir[1024];
+  char labels[GS_LEDGER_LABELS_MAX];
+  struct gs_limits *limits;      /* daemon-owned, mapped read-write */
+  int64_t db_id;                 /* row in the usage ledger's tenants table, 0 until written */
+  bool exited;
+  int exit_status;               /* -1 when unknown */
+  uint64_t served_requests;
+  double last_end;               /* end of its last interval row, unix seconds; 0: none yet */
+  bool sampled;                  /* gpu[] holds a reading */
+  int ledger_fd;                 /* the ledger, kept open for sampling; -1 until first read */
+  int pidfd;                     /* the owner, to notice its end without reading /proc; -1 until known */
+  struct tenant_gpu gpu[GS_LEDGER_MAX_GPUS];
+};
+
+struct registry {
+  struct tenant **v;
+  int n, cap;
+  const char *state_dir;
+  struct gs_ledger *scratch; /* where sampling reads ledgers; only the part before proc[] is used */
+};
+
+/* Reads the header and per-GPU part of dir/tenants/name (everything before the process
+ * slots, which stay unset) into a new buffer, *out (free it), with pread: a tenant can
+ * truncate or rewrite its ledger at any time, which must never crash the daemon (a mapping
+ * would SIGBUS). Checks magic, version and size, and, when uid is not (uid_t) -1, that the
+ * file belongs to uid. Returns 0, or -1 with err. owner_uid gets the file's owner. */
+int tenant_read_ledger(const char *dir, const char *name, uid_t uid, struct gs_ledger **out, uid_t *owner_uid,
+                       gs_error_t *err);
+/* Reads the tenant's ledger into buf as tenant_read_ledger does, through t->ledger_fd (opened
+ * at the first call): sampling costs one pread per tenant, not a path lookup. */
+int tenant_reread(struct tenant *t, struct gs_ledger *buf);
+/* True while the tenant's owner runs: a poll of a pidfd, checked against the owner's start
+ * time once when it is opened. */
+bool tenant_owner_alive(struct tenant *t);
+/* Writes the limits of lim into the tenant's ledger too, for processes that started before the
+ * daemon wrote the limits file. Best effort: a ledger the daemon cannot write is left alone. */
+void tenant_mirror_limits(const struct tenant *t);
+
+/* What a registration asks for. */
+struct tenant_request {
+  const char *name;
+  const char *ledger_dir;          /* NULL: the daemon's state dir */
+  pid_t pid;                       /* 0: the caller */
+  const char *labels;              /* "k=v" lines, or NULL for the ledger's */
+  bool limits_given;               /* else the ledger's limits are adopted */
+  uint64_t limit_bytes[GS_LEDGER_MAX_GPUS];
+  uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];
+  struct gs_ledger_compute compute;
+};
+
+void registry_init(struct registry *r, const char *state_dir);
+void registry_release(struct registry *r);
+struct tenant *registry_find(struct registry *r, const char *name);
+/* Registers (or re-registers) a tenant for caller uid; *status gets the HTTP status to answer
+ * (201 new, 200 same tenant again, 4xx refused). Returns the tenant, or NULL with err. */
+struct tenant *registry_add(struct registry *r, const struct tenant_request *req, uid_t caller,
+                            bool admin, const uint64_t *gpu_totals, int ngpus, int *status, gs_error_t *err);
+/* Takes the tenant out: removes its limits file. The tenant is freed. */
+void registry_remove(struct registry *r, struct tenant *t);
+/* Adopts tenants the daemon does not know: its limits files left by an earlier run, and live
+ * ledgers in its state dir. Returns how many were adopted. */
+int registry_adopt(struct registry *r, const uint64_t *gpu_totals, int ngpus);
+/* Changes limits live (limits file, then the ledger's mirror). */
+void registry_set_vram(struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm, const uint64_t *gpu_totals,
+                       int ngpus);
+void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t *policy, const uint32_t *priority);
+/* Reads every tenant's ledger into t->gpu; marks those whose owner has gone as exited. */
+void registry_sample(struct registry *r);
+
+/* True when the tenant's rows (snapshot, usage ledger) include GPU g: it has used it or has a
+ * limit there. A tenant that has touched none gets GPU 0, so that it always has a row. */
+bool tenant_gpu_row(const struct tenant *t, int g, int ngpus);
+
+/* ---- usage ledger (ledger-db.c, ledger-schema.c) ---- */
+
+struct sqlite3;
+
+struct ledger_db;
+int ledger_db_open(const char *path, struct ledger_db **out, gs_error_t *err);
+void ledger_db_close(struct ledger_db *db);
+/* Brings the schema to the current version. */
+int ledger_schema_migrate(struct sqlite3 *db, gs_error_t *err);
+int ledger_schema_version(struct sqlite3 *db);
+/* Finds or writes the tenant's row (t->db_id), and restores its counters at the last
+ * interval so that a restarted daemon loses nothing. */
+int ledger_db_tenant(struct ledger_db *db, struct tenant *t, gs_error_t *err);
+/* Writes one interval [start, end] for every tenant, in one transaction. */
+int ledger_db_interval(struct ledger_db *db, struct tenant **v, int n, int ngpus, double end, gs_error_t *err);
+/* Marks ended every tenant row left open by an earlier run that is not in the registry. */
+int ledger_db_close_orphans(struct ledger_db *db, const struct registry *r, gs_error_t *err);
+int ledger_db_tenant_end(struct ledger_db *db, const struct tenant *t, double end, gs_error_t *err);
+int ledger_db_served(struct ledger_db *db, const struct tenant *t, uint64_t requests, gs_error_t *err);
+/* The usage report: rows grouped by "tenant", "user" or "label:KEY" since `since`, only of
+ * uid unless uid is (uid_t) -1. Returns a JSON array, or NULL with err. */
+json_t *ledger_db_usage(struct ledger_db *db, const char *by, double since, double until, uid_t uid,
+                        gs_error_t *err);
+struct sqlite3 *ledger_db_handle(struct ledger_db *db);
+/* The time of the last interval written, or 0. */
+double ledger_db_last_end(struct ledger_db *db);
+
+/* ---- access (access.c) ---- */
+
+struct peer {
+  uid_t uid;
+  gid_t gid;
+  pid_t pid;
+  bool admin; /* root, the daemon's own user, or a member of the admin group: sees everything */
+};
+int access_peer(int fd, const char *admin_group, struct peer *p, gs_error_t *err);
+bool access_may_see(const struct peer *p, const struct tenant *t);
+
+/* ---- the daemon ---- */
+
+struct daemon_health {
+  double started_mono;
+  double started_unix;
+  uint64_t samples_total;
+  uint64_t sample_errors_total;
+  double last_sample_duration_s;
+  double last_sample_unix;
+  double sample_seconds_total;      /* time spent sampling, all in all */
+  double nvml_seconds_total;        /* of which in NVML's calls (the driver's share) */
+};
+
+struct daemon {
+  struct daemon_config cfg;
+  struct nvml *nvml;
+  struct registry reg;
+  struct ledger_db *db;
+  struct gs_snapshot snap;          /* the last sample */
+  uint64_t gpu_totals[GS_LEDGER_MAX_GPUS];
+  struct daemon_health health;
+  struct MHD_Daemon *api;
+  struct MHD_Daemon *metrics;
+  bool reg_changed; /* tenants came or went since the last sample */
+};
+
+double daemon_now_unix(void);
+double daemon_now_mono(void);
+double daemon_uptime(const struct daemon *d);
+
+/* sampler.c */
+/* Adopts the tenants the registry does not know yet (registry_adopt) and gives each its row
+ * in the usage ledger. */
+void sampler_adopt(struct daemon *d);
+/* Reads the GPUs only: the snapshot's GPU part and d->gpu_totals. Returns how many failed. */
+int sampler_gpus(struct daemon *d);
+int sampler_run(struct daemon *d);
+void sampler_release(struct daemon *d);
+/* Ends a tenant: a last interval row, its end in the usage ledger, then out of the registry. */
+void sampler_end_tenant(struct daemon *d, struct tenant *t, int exit_status);
+
+/* api-http.c */
+int api_http_start(struct daemon *d, gs_error_t *err);
+void api_http_stop(struct daemon *d);
+
+/* metrics-http.c */
+int metrics_http_start(struct daemon *d, gs_error_t *err);
+void metrics_http_stop(struct daemon *d);
+
+/* daemon.c: the verb's entry point */
+int gs_daemon_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,224 @@
+/* GPU discovery and readings through NVML, loaded at run time with dlopen: the daemon has
+ * no link-time dependency on the driver, and says in one line when there is none. With
+ * GPUSLICE_SIM set it loads the simulated libnvidia-ml.so.1 from <libdir>/sim instead, the
+ * library `gpuslice run` puts on its commands' LD_LIBRARY_PATH (the loader's path is fixed at
+ * start, so the daemon names the file rather than changing the variable).
+ *
+ * Functions are resolved once into a table (abi/gs-nvml.h declares them). The process list
+ * comes from the newest nvmlDeviceGetComputeRunningProcesses the library exports, each
+ * version with its own struct layout: v1 fills 16-byte entries, v2 and v3 24-byte ones. */
+#include "daemon.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs-nvml.h"
+
+struct nvml_fns {
+  nvmlReturn_t (*init)(void);
+  nvmlReturn_t (*shutdown)(void);
+  const char *(*error_string)(nvmlReturn_t);
+  nvmlReturn_t (*driver_version)(char *, unsigned int);
+  nvmlReturn_t (*count)(unsigned int *);
+  nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t *);
+  nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
+  nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t *);
+  nvmlReturn_t (*minor)(nvmlDevice_t, unsigned int *);
+  nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
+  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t *);
+  nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *);
+  nvmlReturn_t (*temperature)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int *);
+  nvmlReturn_t (*clock)(nvmlDevice_t, nvmlClockType_t, unsigned int *);
+  /* optional: the process lists, newest first */
+  nvmlReturn_t (*procs_v3)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
+  nvmlReturn_t (*procs_v2)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v2_t *);
+  nvmlReturn_t (*procs_v1)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v1_t *);
+};
+
+struct nvml {
+  void *lib;
+  struct nvml_fns fn;
+  unsigned count;
+  char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+  nvmlDevice_t dev[GS_LEDGER_MAX_GPUS];
+};
+
+#define NVML_REQUIRED 15
+static const struct sym {
+  size_t offset;
+  const char *name;
+} syms[] = {
+  { offsetof(struct nvml_fns, init), "nvmlInit_v2" },
+  { offsetof(struct nvml_fns, shutdown), "nvmlShutdown" },
+  { offsetof(struct nvml_fns, error_string), "nvmlErrorString" },
+  { offsetof(struct nvml_fns, driver_version), "nvmlSystemGetDriverVersion" },
+  { offsetof(struct nvml_fns, count), "nvmlDeviceGetCount_v2" },
+  { offsetof(struct nvml_fns, handle), "nvmlDeviceGetHandleByIndex_v2" },
+  { offsetof(struct nvml_fns, name), "nvmlDeviceGetName" },
+  { offsetof(struct nvml_fns, uuid), "nvmlDeviceGetUUID" },
+  { offsetof(struct nvml_fns, pci), "nvmlDeviceGetPciInfo_v3" },
+  { offsetof(struct nvml_fns, minor), "nvmlDeviceGetMinorNumber" },
+  { offsetof(struct nvml_fns, memory), "nvmlDeviceGetMemoryInfo" },
+  { offsetof(struct nvml_fns, utilization), "nvmlDeviceGetUtilizationRates" },
+  { offsetof(struct nvml_fns, power), "nvmlDeviceGetPowerUsage" },
+  { offsetof(struct nvml_fns, temperature), "nvmlDeviceGetTemperature" },
+  { offsetof(struct nvml_fns, clock), "nvmlDeviceGetClockInfo" },
+  { offsetof(struct nvml_fns, procs_v3), "nvmlDeviceGetComputeRunningProcesses_v3" },
+  { offsetof(struct nvml_fns, procs_v2), "nvmlDeviceGetComputeRunningProcesses_v2" },
+  { offsetof(struct nvml_fns, procs_v1), "nvmlDeviceGetComputeRunningProcesses" },
+};
+_Static_assert(sizeof(syms) / sizeof(syms[0]) == sizeof(struct nvml_fns) / sizeof(void (*)(void)),
+               "one symbol per table entry");
+
+/* The library to load: the simulated one when GPUSLICE_SIM is set, else the system's. */
+static char *library_path(gs_error_t *err)
+{
+  struct gs_paths paths;
+  char *path = NULL;
+  if (!gs_getenv_nonempty("GPUSLICE_SIM"))
+    return xstrdup("libnvidia-ml.so.1");
+  if (gs_paths_find(&paths, "/proc/self/exe", err) < 0)
+    return NULL;
+  xasprintf(&path, "%s/libnvidia-ml.so.1", paths.simdir);
+  gs_paths_release(&paths);
+  return path;
+}
+
+static int resolve(struct nvml *n, gs_error_t *err)
+{
+  for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+    dlerror();
+    void *f = dlsym(n->lib, syms[i].name);
+    if (!f && i < NVML_REQUIRED)
+      return gs_make_error(err, 0, "NVML has no %s: %s", syms[i].name, dlerror());
+    memcpy((char *) &n->fn + syms[i].offset, &f, sizeof(f));
+  }
+  return 0;
+}
+
+static int nvml_fail(struct nvml *n, nvmlReturn_t r, const char *what, gs_error_t *err)
+{
+  return gs_make_error(err, 0, "%s: %s", what, n->fn.error_string ? n->fn.error_string(r) : "NVML error");
+}
+
+static int discover(struct nvml *n, gs_error_t *err)
+{
+  nvmlReturn_t r = n->fn.init();
+  if (r == NVML_ERROR_DRIVER_NOT_LOADED)
+    return gs_make_error(err, 0, "no NVIDIA driver loaded (set GPUSLICE_SIM to run on the simulated GPU)");
+  if (r != NVML_SUCCESS)
+    return nvml_fail(n, r, "nvmlInit", err);
+  if ((r = n->fn.count(&n->count)) != NVML_SUCCESS)
+    return nvml_fail(n, r, "nvmlDeviceGetCount", err);
+  if (n->count > GS_LEDGER_MAX_GPUS)
+    n->count = GS_LEDGER_MAX_GPUS;
+  for (unsigned i = 0; i < n->count; i++)
+    if ((r = n->fn.handle(i, &n->dev[i])) != NVML_SUCCESS)
+      return nvml_fail(n, r, "nvmlDeviceGetHandleByIndex", err);
+  if (n->fn.driver_version(n->driver, sizeof(n->driver)) != NVML_SUCCESS)
+    snprintf(n->driver, sizeof(n->driver), "unknown");
+  return 0;
+}
+
+int nvml_open(struct nvml **out, gs_error_t *err)
+{
+  _cleanup_free_ char *path = library_path(err);
+  if (!path)
+    return -1;
+  struct nvml *n = xcalloc(1, sizeof(*n));
+  n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!n->lib) {
+    gs_make_error(err, 0, "no NVIDIA driver: cannot load %s (set GPUSLICE_SIM to run on the simulated GPU)",
+                  path);
+    free(n);
+    return -1;
+  }
+  if (resolve(n, err) < 0 || discover(n, err) < 0) {
+    nvml_close(n);
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
+
+void nvml_close(struct nvml *n)
+{
+  if (!n)
+    return;
+  if (n->fn.shutdown && n->count)
+    n->fn.shutdown();
+  dlclose(n->lib);
+  free(n);
+}
+
+int nvml_gpu_count(const struct nvml *n)
+{
+  return (int) n->count;
+}
+
+const char *nvml_driver_version(const struct nvml *n)
+{
+  return n->driver;
+}
+
+/* Readings a device may not support are left 0: a metric of 0 beats a missing GPU. */
+static void sample_sensors(struct nvml *n, nvmlDevice_t dev, struct gs_snap_gpu *g)
+{
+  nvmlUtilization_t u;
+  if (n->fn.utilization(dev, &u) == NVML_SUCCESS)
+    g->util_pct = u.gpu;
+  if (n->fn.power(dev, &g->power_mw) != NVML_SUCCESS)
+    g->power_mw = 0;
+  if (n->fn.temperature(dev, NVML_TEMPERATURE_GPU, &g->temp_c) != NVML_SUCCESS)
+    g->temp_c = 0;
+  if (n->fn.clock(dev, NVML_CLOCK_SM, &g->sm_clock_mhz) != NVML_SUCCESS)
+    g->sm_clock_mhz = 0;
+  if (n->fn.clock(dev, NVML_CLOCK_MEM, &g->mem_clock_mhz) != NVML_SUCCESS)
+    g->mem_clock_mhz = 0;
+}
+
+int nvml_sample(struct nvml *n, int index, struct gs_snap_gpu *g, gs_error_t *err)
+{
+  nvmlDevice_t dev = n->dev[index];
+  nvmlPciInfo_t pci;
+  nvmlMemory_t mem;
+  unsigned minor = (unsigned) index;
+  nvmlReturn_t r;
+
+  memset(g, 0, sizeof(*g));
+  g->index = index;
+  if ((r = n->fn.uuid(dev, g->uuid, sizeof(g->uuid))) != NVML_SUCCESS ||
+      (r = n->fn.name(dev, g->model, sizeof(g->model))) != NVML_SUCCESS ||
+      (r = n->fn.memory(dev, &mem)) != NVML_SUCCESS)
+    return nvml_fail(n, r, "GPU reading", err);
+  if (n->fn.pci(dev, &pci) == NVML_SUCCESS)
+    snprintf(g->pci_bus_id, sizeof(g->pci_bus_id), "%s", pci.busId);
+  n->fn.minor(dev, &minor);
+  snprintf(g->device, sizeof(g->device), "nvidia%u", minor);
+  g->fb_total_bytes = mem.total;
+  g->fb_used_bytes = mem.used;
+  g->fb_free_bytes = mem.free;
+  sample_sensors(n, dev, g);
+  return 0;
+}
+
+int nvml_process_count(struct nvml *n, int index)
+{
+  unsigned count = 0;
+  nvmlReturn_t r;
+  nvmlDevice_t dev = n->dev[index];
+  /* A NULL buffer with count 0 asks for the count: INSUFFICIENT_SIZE with the count, or
+   * SUCCESS when there are none. Whichever version is there, its layout is never touched. */
+  if (n->fn.procs_v3)
+    r = n->fn.procs_v3(dev, &count, NULL);
+  else if (n->fn.procs_v2)
+    r = n->fn.procs_v2(dev, &count, NULL);
+  else if (n->fn.procs_v1)
+    r = n->fn.procs_v1(dev, &count, NULL);
+  else
+    return -1;
+  return r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE ? (int) count : -1;
+}

@@ -1,0 +1,333 @@
+/* The usage ledger: SQLite in WAL mode, one transaction per sampling interval, so that a
+ * daemon killed with SIGKILL loses at most the interval it was in. Each interval row keeps
+ * the tenant's cumulative device-time counters too: a restarted daemon picks up from the
+ * last row, and the gap while it was down is charged in full at its first interval.
+ * The schema is in ledger-schema.c. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gs-fs.h"
+
+struct ledger_db {
+  sqlite3 *db;
+  sqlite3_stmt *insert_interval;
+};
+
+static int db_fail(struct ledger_db *db, const char *what, gs_error_t *err)
+{
+  return gs_make_error(err, 0, "usage ledger: %s: %s", what, sqlite3_errmsg(db->db));
+}
+
+/* The file is made 0640 before SQLite opens it: it holds every user's usage. */
+static int create_file(const char *path, gs_error_t *err)
+{
+  _cleanup_free_ char *dir = xstrdup(path);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) {
+    *slash = '\0';
+    if (gs_mkdir_p(dir, 0755, err) < 0)
+      return -1;
+  }
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+  if (fd < 0)
+    return gs_make_error(err, errno, "usage ledger '%s'", path);
+  close(fd);
+  return 0;
+}
+
+static const char insert_interval_sql[] =
+  "INSERT INTO intervals(tenant_id, gpu, start_at, end_at, gpu_seconds, vram_byte_seconds, vram_used_bytes,"
+  " vram_limit_bytes, compute_limit_ppm, throttled_seconds, gpu_ns_total, throttled_ns_total, compute_policy,"
+  " priority) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+
+static int configure(struct ledger_db *db, gs_error_t *err)
+{
+  if (sqlite3_exec(db->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -512;",
+                   NULL, NULL, NULL) != SQLITE_OK)
+    return db_fail(db, "set WAL mode", err);
+  sqlite3_busy_timeout(db->db, 5000);
+  if (ledger_schema_migrate(db->db, err) < 0)
+    return -1;
+  if (sqlite3_prepare_v3(db->db, insert_interval_sql, -1, SQLITE_PREPARE_PERSISTENT, &db->insert_interval, NULL) !=
+      SQLITE_OK)
+    return db_fail(db, "prepare", err);
+  return 0;
+}
+
+int ledger_db_open(const char *path, struct ledger_db **out, gs_error_t *err)
+{
+  if (create_file(path, err) < 0)
+    return -1;
+  struct ledger_db *db = xcalloc(1, sizeof(*db));
+  if (sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
+    gs_make_error(err, 0, "usage ledger '%s': %s", path, db->db ? sqlite3_errmsg(db->db) : "out of memory");
+    ledger_db_close(db);
+    return -1;
+  }
+  if (configure(db, err) < 0) {
+    gs_error_prepend(err, "'%s'", path);
+    ledger_db_close(db);
+    return -1;
+  }
+  *out = db;
+  return 0;
+}
+
+void ledger_db_close(struct ledger_db *db)
+{
+  if (!db)
+    return;
+  sqlite3_finalize(db->insert_interval);
+  sqlite3_close(db->db);
+  free(db);
+}
+
+/* Runs sql with the binds given as "i" (int64) and "t" (text) and "d" (double); 0 or -1. */
+static int exec_bound(struct ledger_db *db, const char *sql, const char *types, const void *const *vals,
+                      gs_error_t *err)
+{
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK)
+    return db_fail(db, "prepare", err);
+  for (int i = 0; types[i]; i++) {
+    if (types[i] == 'i')
+      sqlite3_bind_int64(st, i + 1, *(const int64_t *) vals[i]);
+    else if (types[i] == 'd')
+      sqlite3_bind_double(st, i + 1, *(const double *) vals[i]);
+    else
+      sqlite3_bind_text(st, i + 1, vals[i], -1, SQLITE_TRANSIENT);
+  }
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : db_fail(db, "write", err);
+}
+
+struct label_insert {
+  struct ledger_db *db;
+  int64_t id;
+  int rc;
+  gs_error_t *err;
+};
+
+static void insert_label(const char *key, const char *value, void *data)
+{
+  struct label_insert *li = data;
+  const void *vals[] = { &li->id, key, value };
+  if (li->rc == 0)
+    li->rc = exec_bound(li->db, "INSERT OR REPLACE INTO tenant_labels(tenant_id, key, value) VALUES (?, ?, ?)", "itt",
+                        vals, li->err);
+}
+
+static int insert_labels(struct ledger_db *db, const struct tenant *t, gs_error_t *err)
+{
+  struct label_insert li = { db, t->db_id, 0, err };
+  gs_labels_foreach(t->labels, insert_label, &li);
+  return li.rc;
+}
+
+static int insert_tenant(struct ledger_db *db, struct tenant *t, gs_error_t *err)
+{
+  int64_t uid = t->uid, pid = t->owner_pid, created = (int64_t) t->created_unix_ns;
+  double started = (double) t->created_unix_ns / 1e9;
+  const void *vals[] = { t->name, &uid, t->user, &pid, &created, &started };
+  if (exec_bound(db,
+                 "INSERT INTO tenants(name, uid, user, owner_pid, created_unix_ns, started_at) "
+                 "VALUES (?, ?, ?, ?, ?, ?)",
+                 "titiid", vals, err) < 0)
+    return -1;
+  t->db_id = sqlite3_last_insert_rowid(db->db);
+  return insert_labels(db, t, err);
+}
+
+/* The counters at the tenant's last interval row, so that the next row carries on from there. */
+static void restore_counters(struct ledger_db *db, struct tenant *t)
+{
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db->db,
+                         "SELECT gpu, gpu_ns_total, throttled_ns_total, end_at FROM intervals i WHERE tenant_id = ? "
+                         "AND end_at = (SELECT MAX(end_at) FROM intervals WHERE tenant_id = i.tenant_id AND gpu = i.gpu)",
+                         -1, &st, NULL) != SQLITE_OK)
+    return;
+  sqlite3_bind_int64(st, 1, t->db_id);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    int g = sqlite3_column_int(st, 0);
+    if (g < 0 || g >= GS_LEDGER_MAX_GPUS)
+      continue;
+    t->gpu[g].last_gpu_ns = (uint64_t) sqlite3_column_int64(st, 1);
+    t->gpu[g].last_throttled_ns = (uint64_t) sqlite3_column_int64(st, 2);
+    double end = sqlite3_column_double(st, 3);
+    if (end > t->last_end)
+      t->last_end = end;
+  }
+  sqlite3_finalize(st);
+}
+
+int ledger_db_tenant(struct ledger_db *db, struct tenant *t, gs_error_t *err)
+{
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db->db, "SELECT id, served_requests FROM tenants WHERE name = ? AND created_unix_ns = ?", -1,
+                         &st, NULL) != SQLITE_OK)
+    return db_fail(db, "prepare", err);
+  sqlite3_bind_text(st, 1, t->name, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, (int64_t) t->created_unix_ns);
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    t->db_id = sqlite3_column_int64(st, 0);
+    t->served_requests = (uint64_t) sqlite3_column_int64(st, 1);
+  }
+  sqlite3_finalize(st);
+  if (!t->db_id)
+    return insert_tenant(db, t, err);
+  restore_counters(db, t);
+  const void *vals[] = { &t->db_id };
+  return exec_bound(db, "UPDATE tenants SET ended_at = NULL, exit_status = NULL WHERE id = ?", "i", vals, err);
+}
+
+static int insert_row(struct ledger_db *db, struct tenant *t, int g, double start, double end)
+{
+  sqlite3_stmt *st = db->insert_interval;
+  struct tenant_gpu *tg = &t->gpu[g];
+  uint64_t limit = atomic_load(&t->limits->limit_bytes[g]);
+  uint32_t cppm = atomic_load(&t->limits->compute.limit_ppm);
+  uint64_t dgpu = tg->gpu_ns >= tg->last_gpu_ns ? tg->gpu_ns - tg->last_gpu_ns : tg->gpu_ns;
+  uint64_t dthr = tg->throttled_ns >= tg->last_throttled_ns ? tg->throttled_ns - tg->last_throttled_ns : tg->throttled_ns;
+  sqlite3_reset(st);
+  sqlite3_bind_int64(st, 1, t->db_id);
+  sqlite3_bind_int(st, 2, g);
+  sqlite3_bind_double(st, 3, start);
+  sqlite3_bind_double(st, 4, end);
+  sqlite3_bind_double(st, 5, (double) dgpu / 1e9);
+  sqlite3_bind_double(st, 6, (double) tg->used_bytes * (end - start));
+  sqlite3_bind_int64(st, 7, (int64_t) tg->used_bytes);
+  limit == GS_LIMIT_NONE ? sqlite3_bind_null(st, 8) : sqlite3_bind_int64(st, 8, (int64_t) limit);
+  cppm ? sqlite3_bind_int64(st, 9, cppm) : sqlite3_bind_null(st, 9);
+  sqlite3_bind_double(st, 10, (double) dthr / 1e9);
+  sqlite3_bind_int64(st, 11, (int64_t) tg->gpu_ns);
+  sqlite3_bind_int64(st, 12, (int64_t) tg->throttled_ns);
+  sqlite3_bind_text(st, 13, gs_compute_policy_name(atomic_load(&t->limits->compute.policy)), -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 14, gs_priority_name(atomic_load(&t->limits->compute.priority)), -1, SQLITE_STATIC);
+  return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+}
+
+static int tenant_rows(struct ledger_db *db, struct tenant *t, int ngpus, double end)
+{
+  double start = t->last_end > 0 ? t->last_end : (double) t->created_unix_ns / 1e9;
+  if (!t->db_id || !t->sampled || end <= start)
+    return 0;
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
+    if (!tenant_gpu_row(t, g, ngpus))
+      continue;
+    if (insert_row(db, t, g, start, end) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* The counters move on only once the transaction has committed. */
+static void advance(struct tenant **v, int n, double end)
+{
+  for (int i = 0; i < n; i++) {
+    struct tenant *t = v[i];
+    if (!t->db_id || !t->sampled)
+      continue;
+    for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
+      t->gpu[g].last_gpu_ns = t->gpu[g].gpu_ns;
+      t->gpu[g].last_throttled_ns = t->gpu[g].throttled_ns;
+    }
+    t->last_end = end;
+  }
+}
+
+int ledger_db_interval(struct ledger_db *db, struct tenant **v, int n, int ngpus, double end, gs_error_t *err)
+{
+  if (sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+    return db_fail(db, "begin", err);
+  for (int i = 0; i < n; i++) {
+    if (tenant_rows(db, v[i], ngpus, end) < 0) {
+      db_fail(db, "write an interval", err);
+      sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+      return -1;
+    }
+  }
+  if (sqlite3_exec(db->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+    db_fail(db, "commit an interval", err);
+    sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+  }
+  advance(v, n, end);
+  return 0;
+}
+
+int ledger_db_tenant_end(struct ledger_db *db, const struct tenant *t, double end, gs_error_t *err)
+{
+  int64_t status = t->exit_status;
+  if (!t->db_id)
+    return 0;
+  if (t->exit_status < 0) {
+    const void *vals[] = { &end, &t->db_id };
+    return exec_bound(db, "UPDATE tenants SET ended_at = ? WHERE id = ?", "di", vals, err);
+  }
+  const void *vals[] = { &end, &status, &t->db_id };
+  return exec_bound(db, "UPDATE tenants SET ended_at = ?, exit_status = ? WHERE id = ?", "dii", vals, err);
+}
+
+int ledger_db_served(struct ledger_db *db, const struct tenant *t, uint64_t requests, gs_error_t *err)
+{
+  int64_t n = (int64_t) requests;
+  const void *vals[] = { &n, &t->db_id };
+  return exec_bound(db, "UPDATE tenants SET served_requests = served_requests + ? WHERE id = ?", "ii", vals, err);
+}
+
+static bool registered(const struct registry *r, int64_t id)
+{
+  for (int i = 0; i < r->n; i++)
+    if (r->v[i]->db_id == id)
+      return true;
+  return false;
+}
+
+int ledger_db_close_orphans(struct ledger_db *db, const struct registry *r, gs_error_t *err)
+{
+  sqlite3_stmt *st = NULL;
+  int64_t ids[256];
+  int n = 0;
+  if (sqlite3_prepare_v2(db->db, "SELECT id FROM tenants WHERE ended_at IS NULL", -1, &st, NULL) != SQLITE_OK)
+    return db_fail(db, "prepare", err);
+  while (sqlite3_step(st) == SQLITE_ROW && n < 256) {
+    int64_t id = sqlite3_column_int64(st, 0);
+    if (!registered(r, id))
+      ids[n++] = id;
+  }
+  sqlite3_finalize(st);
+  for (int i = 0; i < n; i++) {
+    const void *vals[] = { &ids[i] };
+    if (exec_bound(db,
+                   "UPDATE tenants SET ended_at = COALESCE((SELECT MAX(end_at) FROM intervals WHERE tenant_id = ?1),"
+                   " started_at) WHERE id = ?1",
+                   "i", vals, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+double ledger_db_last_end(struct ledger_db *db)
+{
+  sqlite3_stmt *st = NULL;
+  double end = 0;
+  if (sqlite3_prepare_v2(db->db, "SELECT MAX(end_at) FROM intervals", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    end = sqlite3_column_double(st, 0);
+  sqlite3_finalize(st);
+  return end;
+}
+
+struct sqlite3 *ledger_db_handle(struct ledger_db *db)
+{
+  return db->db;
+}

@@ -1,0 +1,460 @@
+/* Prometheus text exposition (format 0.0.4) of a node snapshot: dcgm-exporter's GPU series,
+ * gpuslice's per-tenant series and the daemon's health (gs-metrics.h; docs/metrics.md lists
+ * them). The GPU series copy dcgm-exporter 4.x exactly: its names, HELP texts, TYPEs, units
+ * (MiB, %, W, C, MHz) and its labels in its order (gpu, UUID, pci_bus_id, device, modelName,
+ * Hostname, DCGM_FI_DRIVER_VERSION), so that dashboards built for it work unchanged.
+ *
+ * Speed matters (the daemon renders at every scrape, up to 8 GPUs x 256 tenants), so this
+ * writes into one growing buffer with its own integer and fixed-point formatting instead of
+ * snprintf, and renders each row's label set once for all the series that share it.
+ * libc only: it is part of the core library. */
+#include "gs-metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mbuf {
+  char *p;
+  size_t len, cap;
+  bool oom;
+};
+
+/* --- the output buffer --------------------------------------------------------------- */
+
+static bool mbuf_reserve(struct mbuf *b, size_t n)
+{
+  if (b->oom)
+    return false;
+  if (b->len + n + 1 <= b->cap)
+    return true;
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap < b->len + n + 1)
+    cap *= 2;
+  char *p = realloc(b->p, cap);
+  if (!p) {
+    b->oom = true;
+    return false;
+  }
+  b->p = p;
+  b->cap = cap;
+  return true;
+}
+
+static void mbuf_put(struct mbuf *b, const char *s, size_t n)
+{
+  if (!mbuf_reserve(b, n))
+    return;
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+static void mbuf_puts(struct mbuf *b, const char *s)
+{
+  mbuf_put(b, s, strlen(s));
+}
+
+static void mbuf_u64(struct mbuf *b, uint64_t v)
+{
+  char tmp[24];
+  size_t i = sizeof(tmp);
+  do {
+    tmp[--i] = (char) ('0' + v % 10);
+    v /= 10;
+  } while (v);
+  mbuf_put(b, tmp + i, sizeof(tmp) - i);
+}
+
+/* Writes whole.frac where frac has `digits` digits, without trailing zeros (and without
+ * the point when frac is 0): exact decimal text, no floating-point printing. */
+static void mbuf_decimal(struct mbuf *b, uint64_t whole, uint64_t frac, int digits)
+{
+  mbuf_u64(b, whole);
+  if (frac == 0)
+    return;
+  char tmp[20];
+  for (int i = digits - 1; i >= 0; i--) {
+    tmp[i] = (char) ('0' + frac % 10);
+    frac /= 10;
+  }
+  while (digits > 0 && tmp[digits - 1] == '0')
+    digits--;
+  mbuf_put(b, ".", 1);
+  mbuf_put(b, tmp, (size_t) digits);
+}
+
+/* A double as Prometheus reads it. Finite values in [0, 1e12) take the fast path, rounded
+ * to six decimals (finer than any series here needs); others go through snprintf. */
+static void mbuf_double(struct mbuf *b, double v)
+{
+  if (isfinite(v) && v >= 0 && v < 1e12) {
+    uint64_t micro = (uint64_t) (v * 1e6 + 0.5); /* v >= 0: rounds half up */
+    mbuf_decimal(b, micro / 1000000u, micro % 1000000u, 6);
+    return;
+  }
+  if (isnan(v)) {
+    mbuf_puts(b, "NaN");
+  } else if (isinf(v)) {
+    mbuf_puts(b, v > 0 ? "+Inf" : "-Inf");
+  } else {
+    char tmp[32];
+    int n = snprintf(tmp, sizeof(tmp), "%.17g", v);
+    mbuf_put(b, tmp, (size_t) n);
+  }
+}
+
+/* Nanoseconds as seconds, exactly. */
+static void mbuf_ns_as_s(struct mbuf *b, uint64_t ns)
+{
+  mbuf_decimal(b, ns / 1000000000u, ns % 1000000000u, 9);
+}
+
+/* --- label values and names ---------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when it is not one. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+  size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+  if (s[0] < 0xc2 || s[0] > 0xf4 || len > n)
+    return 0;
+  for (size_t i = 1; i < len; i++)
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+  /* Reject overlong forms, surrogates and code points past U+10FFFF. */
+  if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+      (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+    return 0;
+  return len;
+}
+
+/* A label value, escaped as the exposition format requires (backslash, double quote and
+ * line feed), reading at most max bytes of s. Bytes that are not UTF-8 become U+FFFD, so a
+ * tenant's odd label cannot make the whole scrape unparseable. */
+static void mbuf_label_value(struct mbuf *b, const char *s, size_t max)
+{
+  const unsigned char *p = (const unsigned char *) s;
+  size_t n = strnlen(s, max);
+  size_t run = 0; /* bytes at p that are copied as they are */
+  while (run < n) {
+    unsigned char c = p[run];
+    if (c < 0x80 && c != '\\' && c != '"' && c != '\n') {
+      run++;
+      continue;
+    }
+    size_t seq = c >= 0x80 ? utf8_seq_len(p + run, n - run) : 0;
+    if (seq) {
+      run += seq;
+      continue;
+    }
+    mbuf_put(b, (const char *) p, run);
+    mbuf_puts(b, c == '\\' ? "\\\\" : c == '"' ? "\\\"" : c == '\n' ? "\\n" : "\xef\xbf\xbd");
+    p += run + 1;
+    n -= run + 1;
+    run = 0;
+  }
+  mbuf_put(b, (const char *) p, run);
+}
+
+static void mbuf_label(struct mbuf *b, bool first, const char *name, const char *value,
+                       size_t max)
+{
+  mbuf_put(b, first ? "" : ",", first ? 0 : 1);
+  mbuf_puts(b, name);
+  mbuf_put(b, "=\"", 2);
+  mbuf_label_value(b, value, max);
+  mbuf_put(b, "\"", 1);
+}
+
+#define LABEL_NAME_MAX 96
+
+/* "label_" + key with every character outside [A-Za-z0-9_] replaced by '_'. The prefix keeps
+ * the name clear of gpuslice's own labels and of the reserved "__" names. */
+static void sanitize_label_key(const char *key, char out[LABEL_NAME_MAX])
+{
+  static const char prefix[] = "label_";
+  size_t n = strnlen(key, sizeof(((struct gs_snap_label *) 0)->key));
+  size_t o = sizeof(prefix) - 1;
+  memcpy(out, prefix, o);
+  for (size_t i = 0; i < n && o < LABEL_NAME_MAX - 16; i++) {
+    char c = key[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    out[o++] = ok ? c : '_';
+  }
+  out[o] = '\0';
+}
+
+static bool name_taken(char names[][LABEL_NAME_MAX], int n, const char *name)
+{
+  for (int i = 0; i < n; i++)
+    if (strcmp(names[i], name) == 0)
+      return true;
+  return false;
+}
+
+/* Names for a tenant's labels, in order, all distinct: a key that sanitizes to a name an
+ * earlier key already took gets "_2", "_3", ... (e.g. "team-a" and "team.a"), so that no
+ * sample ever carries the same label twice. */
+static void tenant_label_names(const struct gs_snap_tenant *t, char names[][LABEL_NAME_MAX])
+{
+  int n = t->nlabels < 0 ? 0 : t->nlabels > GS_SNAP_LABELS_MAX ? GS_SNAP_LABELS_MAX : t->nlabels;
+  for (int i = 0; i < n; i++) {
+    char base[LABEL_NAME_MAX];
+    sanitize_label_key(t->labels[i].key, base);
+    snprintf(names[i], LABEL_NAME_MAX, "%s", base);
+    for (int k = 2; name_taken(names, i, names[i]); k++)
+      snprintf(names[i], LABEL_NAME_MAX, "%s_%d", base, k);
+  }
+}
+
+/* --- label sets, rendered once per row ------------------------------------------------- */
+
+struct labelset {
+  size_t off, len; /* in the scratch buffer */
+};
+
+static void gpu_labels(struct mbuf *sc, const struct gs_snapshot *s, const struct gs_snap_gpu *g)
+{
+  char idx[16];
+  snprintf(idx, sizeof(idx), "%d", g->index);
+  mbuf_label(sc, true, "gpu", idx, sizeof(idx));
+  mbuf_label(sc, false, "UUID", g->uuid, sizeof(g->uuid));
+  mbuf_label(sc, false, "pci_bus_id", g->pci_bus_id, sizeof(g->pci_bus_id));
+  mbuf_label(sc, false, "device", g->device, sizeof(g->device));
+  mbuf_label(sc, false, "modelName", g->model, sizeof(g->model));
+  /* dcgm-exporter leaves Hostname out when it has none; so do we. */
+  if (s->hostname[0])
+    mbuf_label(sc, false, "Hostname", s->hostname, sizeof(s->hostname));
+  mbuf_label(sc, false, "DCGM_FI_DRIVER_VERSION", s->driver_version, sizeof(s->driver_version));
+}
+
+static const char *gpu_uuid(const struct gs_snapshot *s, int index)
+{
+  for (int i = 0; i < s->ngpus; i++)
+    if (s->gpus[i].index == index)
+      return s->gpus[i].uuid;
+  return "";
+}
+
+static void tenant_labels(struct mbuf *sc, const struct gs_snapshot *s,
+                          const struct gs_snap_tenant *t)
+{
+  char idx[16];
+  char names[GS_SNAP_LABELS_MAX][LABEL_NAME_MAX];
+  snprintf(idx, sizeof(idx), "%d", t->gpu);
+  mbuf_label(sc, true, "tenant", t->name, sizeof(t->name));
+  mbuf_label(sc, false, "gpu", idx, sizeof(idx));
+  mbuf_label(sc, false, "UUID", gpu_uuid(s, t->gpu), GS_SNAP_STR);
+  tenant_label_names(t, names);
+  for (int i = 0; i < t->nlabels && i < GS_SNAP_LABELS_MAX; i++)
+    mbuf_label(sc, false, names[i], t->labels[i].value, sizeof(t->labels[i].value));
+}
+
+/* --- series ---------------------------------------------------------------------------- */
+
+static void series_header(struct mbuf *b, const char *name, const char *type, const char *help)
+{
+  mbuf_puts(b, "# HELP ");
+  mbuf_puts(b, name);
+  mbuf_put(b, " ", 1);
+  mbuf_puts(b, help);
+  mbuf_puts(b, "\n# TYPE ");
+  mbuf_puts(b, name);
+  mbuf_put(b, " ", 1);
+  mbuf_puts(b, type);
+  mbuf_put(b, "\n", 1);
+}
+
+/* Starts one sample line, up to the space before the value. */
+static void sample_start(struct mbuf *b, const char *name, const struct mbuf *sc,
+                         const struct labelset *ls)
+{
+  mbuf_puts(b, name);
+  mbuf_put(b, "{", 1);
+  mbuf_put(b, sc->p + ls->off, ls->len);
+  mbuf_put(b, "} ", 2);
+}
+
+enum gpu_field { GF_SM_CLOCK, GF_MEM_CLOCK, GF_TEMP, GF_POWER, GF_UTIL, GF_FB_FREE, GF_FB_USED };
+
+/* dcgm-exporter's default-counters.csv order, names, types and help texts. */
+static const struct {
+  enum gpu_field field;
+  const char *name, *help;
+} dcgm_series[] = {
+  { GF_SM_CLOCK, "DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz)." },
+  { GF_MEM_CLOCK, "DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz)." },
+  { GF_TEMP, "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)." },
+  { GF_POWER, "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)." },
+  { GF_UTIL, "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)." },
+  { GF_FB_FREE, "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)." },
+  { GF_FB_USED, "DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)." },
+};
+
+static void gpu_value(struct mbuf *b, const struct gs_snap_gpu *g, enum gpu_field f)
+{
+  switch (f) {
+  case GF_SM_CLOCK: mbuf_u64(b, g->sm_clock_mhz); break;
+  case GF_MEM_CLOCK: mbuf_u64(b, g->mem_clock_mhz); break;
+  case GF_TEMP: mbuf_u64(b, g->temp_c); break;
+  case GF_POWER: mbuf_decimal(b, g->power_mw / 1000u, g->power_mw % 1000u, 3); break;
+  case GF_UTIL: mbuf_u64(b, g->util_pct); break;
+  /* DCGM reports framebuffer sizes in whole MiB, rounded down. */
+  case GF_FB_FREE: mbuf_u64(b, g->fb_free_bytes >> 20); break;
+  case GF_FB_USED: mbuf_u64(b, g->fb_used_bytes >> 20); break;
+  }
+}
+
+static void render_gpus(struct mbuf *b, const struct gs_snapshot *s, const struct mbuf *sc,
+                        const struct labelset *ls)
+{
+  for (size_t k = 0; k < sizeof(dcgm_series) / sizeof(dcgm_series[0]); k++) {
+    series_header(b, dcgm_series[k].name, "gauge", dcgm_series[k].help);
+    for (int i = 0; i < s->ngpus; i++) {
+      sample_start(b, dcgm_series[k].name, sc, &ls[i]);
+      gpu_value(b, &s->gpus[i], dcgm_series[k].field);
+      mbuf_put(b, "\n", 1);
+    }
+  }
+}
+
+enum tenant_field { TF_VRAM_USED, TF_VRAM_LIMIT, TF_SHARE, TF_LIMIT, TF_GPU_S, TF_THROTTLED_S };
+
+static const struct {
+  enum tenant_field field;
+  const char *name, *type, *help;
+} tenant_series[] = {
+  { TF_VRAM_USED, "gpuslice_tenant_vram_used_bytes", "gauge",
+    "Device memory the tenant holds on this GPU, in bytes." },
+  { TF_VRAM_LIMIT, "gpuslice_tenant_vram_limit_bytes", "gauge",
+    "The tenant's device memory limit on this GPU, in bytes (absent when unlimited)." },
+  { TF_SHARE, "gpuslice_tenant_compute_share", "gauge",
+    "Share of this GPU's time the tenant used over the last sampling window (0 to 1)." },
+  { TF_LIMIT, "gpuslice_tenant_compute_limit", "gauge",
+    "The tenant's compute limit on this GPU as a share of its time (0 to 1; absent when "
+    "unlimited)." },
+  { TF_GPU_S, "gpuslice_tenant_gpu_seconds_total", "counter",
+    "Device time the tenant's work ran on this GPU, in seconds." },
+  { TF_THROTTLED_S, "gpuslice_tenant_throttled_seconds_total", "counter",
+    "Time the tenant waited at its compute limit on this GPU, in seconds." },
+};
+
+/* Writes the value of field f for t, or returns false when the row is left out. */
+static bool tenant_value(struct mbuf *b, const struct gs_snap_tenant *t, enum tenant_field f)
+{
+  switch (f) {
+  case TF_VRAM_USED: mbuf_u64(b, t->vram_used_bytes); break;
+  case TF_VRAM_LIMIT:
+    if (t->vram_limit_bytes == UINT64_MAX)
+      return false;
+    mbuf_u64(b, t->vram_limit_bytes);
+    break;
+  case TF_SHARE: mbuf_double(b, t->compute_share); break;
+  case TF_LIMIT:
+    if (!(t->compute_limit > 0))
+      return false;
+    mbuf_double(b, t->compute_limit);
+    break;
+  case TF_GPU_S: mbuf_ns_as_s(b, t->gpu_ns); break;
+  case TF_THROTTLED_S: mbuf_ns_as_s(b, t->throttled_ns); break;
+  }
+  return true;
+}
+
+static void render_tenants(struct mbuf *b, const struct gs_snapshot *s, const struct mbuf *sc,
+                           const struct labelset *ls)
+{
+  for (size_t k = 0; k < sizeof(tenant_series) / sizeof(tenant_series[0]); k++) {
+    series_header(b, tenant_series[k].name, tenant_series[k].type, tenant_series[k].help);
+    for (int i = 0; i < s->ntenants; i++) {
+      size_t mark = b->len;
+      sample_start(b, tenant_series[k].name, sc, &ls[i]);
+      if (tenant_value(b, &s->tenants[i], tenant_series[k].field))
+        mbuf_put(b, "\n", 1);
+      else if (!b->oom)
+        b->len = mark; /* take the line back */
+    }
+  }
+}
+
+static void health_line(struct mbuf *b, const char *name, const char *type, const char *help,
+                        double v)
+{
+  series_header(b, name, type, help);
+  mbuf_puts(b, name);
+  mbuf_put(b, " ", 1);
+  mbuf_double(b, v);
+  mbuf_put(b, "\n", 1);
+}
+
+static void render_health(struct mbuf *b, const struct gs_metrics_health *h)
+{
+  health_line(b, "gpuslice_daemon_up", "gauge", "1 while the gpuslice daemon serves metrics.", 1);
+  health_line(b, "gpuslice_daemon_uptime_seconds", "gauge",
+              "Seconds since the gpuslice daemon started.", h->uptime_s);
+  health_line(b, "gpuslice_daemon_samples_total", "counter",
+              "Samples of GPUs and tenants the daemon has taken.", (double) h->samples_total);
+  health_line(b, "gpuslice_daemon_sample_errors_total", "counter",
+              "Samples that failed in part or in whole.", (double) h->sample_errors_total);
+  health_line(b, "gpuslice_daemon_last_sample_duration_seconds", "gauge",
+              "How long the last sample took, in seconds.", h->last_sample_duration_s);
+  health_line(b, "gpuslice_daemon_tenants", "gauge", "Tenants the daemon knows of.",
+              (double) h->tenants);
+  health_line(b, "gpuslice_daemon_gpus", "gauge", "GPUs the daemon watches.", (double) h->gpus);
+}
+
+/* --- entry point ----------------------------------------------------------------------- */
+
+static int check_snapshot(const struct gs_snapshot *s, gs_error_t *err)
+{
+  if (!s || s->ngpus < 0 || s->ntenants < 0 || (s->ngpus > 0 && !s->gpus) ||
+      (s->ntenants > 0 && !s->tenants))
+    return gs_make_error(err, EINVAL, "render metrics: malformed snapshot");
+  return 0;
+}
+
+/* Renders every row's label set into sc; ls gets ngpus GPU sets, then ntenants tenant sets. */
+static void render_labelsets(struct mbuf *sc, const struct gs_snapshot *s, struct labelset *ls)
+{
+  for (int i = 0; i < s->ngpus + s->ntenants; i++) {
+    ls[i].off = sc->len;
+    if (i < s->ngpus)
+      gpu_labels(sc, s, &s->gpus[i]);
+    else
+      tenant_labels(sc, s, &s->tenants[i - s->ngpus]);
+    ls[i].len = sc->len - ls[i].off;
+  }
+}
+
+int gs_metrics_render(const struct gs_snapshot *s, const struct gs_metrics_health *h, char **out,
+                      size_t *len, gs_error_t *err)
+{
+  if (check_snapshot(s, err) < 0)
+    return -1;
+  size_t rows = (size_t) s->ngpus + (size_t) s->ntenants;
+  struct labelset *ls = calloc(rows ? rows : 1, sizeof(*ls));
+  struct mbuf sc = { 0 }, b = { 0 };
+  if (ls) {
+    /* Sized for a typical row, so that most renders never grow the buffers. */
+    mbuf_reserve(&sc, rows * 192);
+    mbuf_reserve(&b, 4096 + (size_t) s->ngpus * 7 * 256 + (size_t) s->ntenants * 6 * 256);
+    render_labelsets(&sc, s, ls);
+    render_gpus(&b, s, &sc, ls);
+    render_tenants(&b, s, &sc, ls + s->ngpus);
+    if (h)
+      render_health(&b, h);
+  }
+  bool failed = !ls || sc.oom || b.oom;
+  free(ls);
+  free(sc.p);
+  if (failed) {
+    free(b.p);
+    return gs_make_error(err, ENOMEM, "render metrics");
+  }
+  *out = b.p;
+  *len = b.len;
+  return 0;
+}

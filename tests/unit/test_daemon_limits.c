@@ -1,0 +1,245 @@
+/* Unit tests for the daemon's authority over limits: lib/limits.c (the limits file) and the
+ * precedence it takes in lib/ledger.c (gs_ledger_set_authority), plus the daemon's default
+ * paths (lib/daemon-paths.c). The authority is process-wide, so each test drops it again. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gs-daemon-paths.h"
+#include "gs-ledger.h"
+#include "gs-limits.h"
+#include "gs-proc.h"
+
+#define MIB (1024ULL * 1024ULL)
+
+static char dir[64];
+
+static int make_dir(void **state)
+{
+  (void) state;
+  snprintf(dir, sizeof(dir), "/tmp/gs-limits-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int drop_authority(void **state)
+{
+  (void) state;
+  gs_ledger_set_authority(NULL, NULL);
+  return 0;
+}
+
+static struct gs_ledger *new_tenant(const char *name, uint64_t limit)
+{
+  struct gs_ledger_spec spec = { .name = name, .compute_ppm = 500000 };
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    spec.limit_bytes[g] = GS_LIMIT_NONE;
+  spec.limit_bytes[0] = limit;
+  struct gs_ledger *l = NULL;
+  gs_error_t err = NULL;
+  assert_int_equal(gs_ledger_create(dir, &spec, &l, &err), 0);
+  return l;
+}
+
+/* The daemon's limits file for the tenant of l, read-write, with limit on GPU 0. */
+static struct gs_limits *daemon_limits(const struct gs_ledger *l, uint64_t limit)
+{
+  struct gs_limits init, *lim = NULL;
+  gs_error_t err = NULL;
+  memset(&init, 0, sizeof(init));
+  snprintf(init.name, sizeof(init.name), "%s", l->name);
+  init.uid = (uint32_t) geteuid();
+  init.ledger_created_unix_ns = l->created_unix_ns;
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    atomic_init(&init.limit_bytes[g], g == 0 ? limit : GS_LIMIT_NONE);
+  atomic_init(&init.compute.limit_ppm, 250000);
+  atomic_init(&init.compute.policy, GS_COMPUTE_CAP);
+  atomic_init(&init.compute.priority, GS_PRIO_HIGH);
+  assert_int_equal(gs_limits_create(dir, &init, &lim, &err), 0);
+  return lim;
+}
+
+static void test_limits_file_is_0644_and_reads_back(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("readback", 1024 * MIB);
+  struct gs_limits *rw = daemon_limits(l, 512 * MIB), *ro = NULL;
+  gs_error_t err = NULL;
+  char path[256];
+  struct stat st;
+  snprintf(path, sizeof(path), "%s/limits/readback", dir);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0644);
+  assert_int_equal(gs_limits_open(dir, "readback", false, &ro, &err), 0);
+  assert_int_equal(atomic_load(&ro->limit_bytes[0]), 512 * MIB);
+  assert_true(gs_limits_match(ro, l, geteuid()));
+  assert_false(gs_limits_match(ro, l, geteuid() + 1));
+  /* A change in place is seen through every mapping at once. */
+  atomic_store(&rw->limit_bytes[0], 2048 * MIB);
+  assert_int_equal(atomic_load(&ro->limit_bytes[0]), 2048 * MIB);
+  gs_limits_close(ro);
+  gs_limits_close(rw);
+  assert_int_equal(gs_limits_remove(dir, "readback", &err), 0);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "readback", NULL);
+}
+
+static void test_limits_file_that_others_may_write_is_refused(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("loose", 1024 * MIB);
+  struct gs_limits *rw = daemon_limits(l, 512 * MIB), *ro = NULL;
+  gs_error_t err = NULL;
+  char path[256];
+  snprintf(path, sizeof(path), "%s/limits/loose", dir);
+  assert_int_equal(chmod(path, 0666), 0);
+  assert_int_equal(gs_limits_open(dir, "loose", false, &ro, &err), -1);
+  assert_non_null(strstr(err->msg, "may be written by others"));
+  gs_error_release(&err);
+  assert_int_equal(gs_limits_find(dir, l, &ro), 0);
+  gs_limits_close(rw);
+  gs_limits_remove(dir, "loose", NULL);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "loose", NULL);
+}
+
+static void test_bad_limits_files_are_refused(void **state)
+{
+  (void) state;
+  static const struct {
+    const char *name;
+    size_t size;
+    const char *want;
+  } cases[] = {
+    { "short", 16, "is not a limits file of this version" },
+    { "zeros", sizeof(struct gs_limits), "is not a gpuslice limits file" },
+  };
+  char path[256];
+  mkdir(dir, 0755);
+  snprintf(path, sizeof(path), "%s/limits", dir);
+  mkdir(path, 0755);
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    struct gs_limits *lim = NULL;
+    gs_error_t err = NULL;
+    snprintf(path, sizeof(path), "%s/limits/%s", dir, cases[i].name);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t) cases[i].size), 0);
+    close(fd);
+    assert_int_equal(gs_limits_open(dir, cases[i].name, false, &lim, &err), -1);
+    assert_non_null(strstr(err->msg, cases[i].want));
+    gs_error_release(&err);
+    unlink(path);
+  }
+}
+
+static void test_authority_overrides_the_ledger_on_the_reserve_path(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("bound", 1024 * MIB);
+  struct gs_limits *rw = daemon_limits(l, 512 * MIB), *ro = NULL;
+  assert_int_equal(gs_limits_find(dir, l, &ro), 1);
+  gs_ledger_set_authority(l, ro);
+  struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), gs_proc_start_time(getpid()));
+  assert_non_null(p);
+  assert_int_equal(gs_ledger_limit(l, 0, 0), 512 * MIB);
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 600 * MIB), -1);
+  /* The tenant writes a higher limit into its own ledger: nothing changes. */
+  atomic_store(&l->gpu[0].limit_bytes, GS_LIMIT_NONE - 1);
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 600 * MIB), -1);
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 500 * MIB), 0);
+  /* The daemon raises it in place: the next reservation sees it, with no rebinding. */
+  atomic_store(&rw->limit_bytes[0], 2048 * MIB);
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 600 * MIB), 0);
+  /* ...and lowers it below use: further reservations fail, nothing is taken back. */
+  atomic_store(&rw->limit_bytes[0], 256 * MIB);
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 1), -1);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 1100 * MIB);
+  gs_ledger_unclaim(l, p);
+  gs_ledger_set_authority(NULL, NULL);
+  gs_limits_close(ro);
+  gs_limits_close(rw);
+  gs_limits_remove(dir, "bound", NULL);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "bound", NULL);
+}
+
+static void test_compute_limits_come_from_the_authority(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("compute", 1024 * MIB);
+  assert_int_equal(gs_ledger_compute_limit_ppm(l), 500000);
+  assert_int_equal(gs_ledger_compute_policy(l), GS_COMPUTE_SHARE);
+  assert_int_equal(gs_ledger_priority(l), GS_PRIO_NORMAL);
+  struct gs_limits *rw = daemon_limits(l, 512 * MIB);
+  gs_ledger_set_authority(l, rw);
+  assert_int_equal(gs_ledger_compute_limit_ppm(l), 250000);
+  assert_int_equal(gs_ledger_compute_policy(l), GS_COMPUTE_CAP);
+  assert_int_equal(gs_ledger_priority(l), GS_PRIO_HIGH);
+  atomic_store(&l->compute.limit_ppm, 1000000);
+  assert_int_equal(gs_ledger_compute_limit_ppm(l), 250000);
+  gs_ledger_set_authority(NULL, NULL);
+  assert_int_equal(gs_ledger_compute_limit_ppm(l), 1000000);
+  gs_limits_close(rw);
+  gs_limits_remove(dir, "compute", NULL);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "compute", NULL);
+}
+
+static void test_limits_of_another_instance_are_not_found(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("instance", 1024 * MIB);
+  struct gs_limits *rw = daemon_limits(l, 512 * MIB), *ro = NULL;
+  rw->ledger_created_unix_ns += 1; /* left by an earlier tenant of the same name */
+  assert_int_equal(gs_limits_find(dir, l, &ro), 0);
+  gs_limits_close(rw);
+  gs_limits_remove(dir, "instance", NULL);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "instance", NULL);
+}
+
+static void test_daemon_paths_follow_the_environment(void **state)
+{
+  (void) state;
+  setenv("GPUSLICE_SOCKET", "/x/s.sock", 1);
+  setenv("GPUSLICE_LEDGER_DB", "/x/l.db", 1);
+  setenv("GPUSLICE_METRICS_LISTEN", "0.0.0.0:1", 1);
+  assert_string_equal(gs_daemon_socket_path(), "/x/s.sock");
+  assert_string_equal(gs_daemon_listen_socket_path(), "/x/s.sock");
+  assert_string_equal(gs_daemon_ledger_path(), "/x/l.db");
+  assert_string_equal(gs_daemon_metrics_listen(), "0.0.0.0:1");
+  unsetenv("GPUSLICE_SOCKET");
+  unsetenv("GPUSLICE_LEDGER_DB");
+  unsetenv("GPUSLICE_METRICS_LISTEN");
+  setenv("GPUSLICE_STATE_DIR", "/st", 1);
+  assert_string_equal(gs_daemon_listen_socket_path(), "/st/gpuslice.sock");
+  assert_string_equal(gs_daemon_metrics_listen(), "127.0.0.1:9400");
+  setenv("XDG_STATE_HOME", "/xdg", 1);
+  assert_string_equal(gs_daemon_ledger_path(), geteuid() == 0 ? "/var/lib/gpuslice/ledger.db"
+                                                                : "/xdg/gpuslice/ledger.db");
+  unsetenv("GPUSLICE_STATE_DIR");
+  unsetenv("XDG_STATE_HOME");
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_teardown(test_limits_file_is_0644_and_reads_back, drop_authority),
+    cmocka_unit_test_teardown(test_limits_file_that_others_may_write_is_refused, drop_authority),
+    cmocka_unit_test_teardown(test_bad_limits_files_are_refused, drop_authority),
+    cmocka_unit_test_teardown(test_authority_overrides_the_ledger_on_the_reserve_path, drop_authority),
+    cmocka_unit_test_teardown(test_compute_limits_come_from_the_authority, drop_authority),
+    cmocka_unit_test_teardown(test_limits_of_another_instance_are_not_found, drop_authority),
+    cmocka_unit_test(test_daemon_paths_follow_the_environment),
+  };
+  return cmocka_run_group_tests(tests, make_dir, NULL);
+}

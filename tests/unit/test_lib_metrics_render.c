@@ -1,0 +1,393 @@
+/* gs_metrics_render: the exact text for a small snapshot (dcgm-exporter's series and labels,
+ * the tenant series, the health series), label value escaping, label name sanitizing, and
+ * that sanitized names never collide. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gpuslice.h"
+#include "gs-metrics.h"
+
+static struct gs_snap_gpu one_gpu(void)
+{
+  struct gs_snap_gpu g = {
+    .index = 0,
+    .fb_total_bytes = 80ull << 30,
+    .fb_used_bytes = (3ull << 30) + 123,
+    .fb_free_bytes = (77ull << 30) - 123,
+    .util_pct = 42,
+    .power_mw = 61250,
+    .temp_c = 35,
+    .sm_clock_mhz = 1980,
+    .mem_clock_mhz = 2619,
+  };
+  strcpy(g.uuid, "GPU-11111111-2222-3333-4444-555555555555");
+  strcpy(g.pci_bus_id, "00000000:3B:00.0");
+  strcpy(g.device, "nvidia0");
+  strcpy(g.model, "NVIDIA H100 80GB HBM3");
+  return g;
+}
+
+static struct gs_snap_tenant tenant(const char *name, int nlabels, const char *kv[][2])
+{
+  struct gs_snap_tenant t = { .gpu = 0, .vram_limit_bytes = UINT64_MAX };
+  snprintf(t.name, sizeof(t.name), "%s", name);
+  t.nlabels = nlabels;
+  for (int i = 0; i < nlabels; i++) {
+    snprintf(t.labels[i].key, sizeof(t.labels[i].key), "%s", kv[i][0]);
+    snprintf(t.labels[i].value, sizeof(t.labels[i].value), "%s", kv[i][1]);
+  }
+  return t;
+}
+
+static struct gs_snapshot snapshot(struct gs_snap_gpu *g, int ngpus, struct gs_snap_tenant *t,
+                                   int ntenants)
+{
+  struct gs_snapshot s = { .ngpus = ngpus, .gpus = g, .ntenants = ntenants, .tenants = t };
+  strcpy(s.hostname, "node1");
+  strcpy(s.driver_version, "550.54.15");
+  return s;
+}
+
+static char *render(const struct gs_snapshot *s, const struct gs_metrics_health *h)
+{
+  char *out = NULL;
+  size_t len = 0;
+  gs_error_t err = NULL;
+  assert_int_equal(gs_metrics_render(s, h, &out, &len, &err), 0);
+  assert_null(err);
+  assert_int_equal(len, strlen(out));
+  return out;
+}
+
+/* The sample lines of out that start with prefix, joined with '\n'. */
+static char *lines_starting(const char *out, const char *prefix)
+{
+  char *res = calloc(1, strlen(out) + 1);
+  for (const char *p = out; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t) (nl - p + 1) : strlen(p);
+    if (strncmp(p, prefix, strlen(prefix)) == 0)
+      strncat(res, p, n);
+    p += n;
+  }
+  return res;
+}
+
+#define GPU_LABELS                                                                               \
+  "gpu=\"0\",UUID=\"GPU-11111111-2222-3333-4444-555555555555\",pci_bus_id=\"00000000:3B:00.0\"," \
+  "device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node1\","                  \
+  "DCGM_FI_DRIVER_VERSION=\"550.54.15\""
+
+static const char expected_gpu_section[] =
+    "# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).\n"
+    "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n"
+    "DCGM_FI_DEV_SM_CLOCK{" GPU_LABELS "} 1980\n"
+    "# HELP DCGM_FI_DEV_MEM_CLOCK Memory clock frequency (in MHz).\n"
+    "# TYPE DCGM_FI_DEV_MEM_CLOCK gauge\n"
+    "DCGM_FI_DEV_MEM_CLOCK{" GPU_LABELS "} 2619\n"
+    "# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).\n"
+    "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"
+    "DCGM_FI_DEV_GPU_TEMP{" GPU_LABELS "} 35\n"
+    "# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n"
+    "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
+    "DCGM_FI_DEV_POWER_USAGE{" GPU_LABELS "} 61.25\n"
+    "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n"
+    "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
+    "DCGM_FI_DEV_GPU_UTIL{" GPU_LABELS "} 42\n"
+    "# HELP DCGM_FI_DEV_FB_FREE Framebuffer memory free (in MiB).\n"
+    "# TYPE DCGM_FI_DEV_FB_FREE gauge\n"
+    "DCGM_FI_DEV_FB_FREE{" GPU_LABELS "} 78847\n"
+    "# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).\n"
+    "# TYPE DCGM_FI_DEV_FB_USED gauge\n"
+    "DCGM_FI_DEV_FB_USED{" GPU_LABELS "} 3072\n";
+
+static void test_gpu_series_match_dcgm_exporter_names_labels_and_units(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  struct gs_snapshot s = snapshot(&g, 1, NULL, 0);
+  char *out = render(&s, NULL);
+  assert_memory_equal(out, expected_gpu_section, sizeof(expected_gpu_section) - 1);
+  free(out);
+}
+
+#define T_LABELS "tenant=\"alice\",gpu=\"0\",UUID=\"GPU-11111111-2222-3333-4444-555555555555\""
+
+static void test_tenant_series_exact_text(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  const char *kv[][2] = { { "team", "vision" } };
+  struct gs_snap_tenant t = tenant("alice", 1, kv);
+  t.vram_used_bytes = 1u << 30;
+  t.vram_limit_bytes = 2u << 30;
+  t.compute_share = 0.125;
+  t.compute_limit = 0.4;
+  t.gpu_ns = 12500000001ull;
+  t.throttled_ns = 500000000ull;
+  struct gs_snapshot s = snapshot(&g, 1, &t, 1);
+  char *out = render(&s, NULL);
+  char *tenant_part = strstr(out, "# HELP gpuslice_tenant_vram_used_bytes");
+  assert_non_null(tenant_part);
+  static const char expected[] =
+      "# HELP gpuslice_tenant_vram_used_bytes Device memory the tenant holds on this GPU, in "
+      "bytes.\n"
+      "# TYPE gpuslice_tenant_vram_used_bytes gauge\n"
+      "gpuslice_tenant_vram_used_bytes{" T_LABELS ",label_team=\"vision\"} 1073741824\n"
+      "# HELP gpuslice_tenant_vram_limit_bytes The tenant's device memory limit on this GPU, in "
+      "bytes (absent when unlimited).\n"
+      "# TYPE gpuslice_tenant_vram_limit_bytes gauge\n"
+      "gpuslice_tenant_vram_limit_bytes{" T_LABELS ",label_team=\"vision\"} 2147483648\n"
+      "# HELP gpuslice_tenant_compute_share Share of this GPU's time the tenant used over the "
+      "last sampling window (0 to 1).\n"
+      "# TYPE gpuslice_tenant_compute_share gauge\n"
+      "gpuslice_tenant_compute_share{" T_LABELS ",label_team=\"vision\"} 0.125\n"
+      "# HELP gpuslice_tenant_compute_limit The tenant's compute limit on this GPU as a share of "
+      "its time (0 to 1; absent when unlimited).\n"
+      "# TYPE gpuslice_tenant_compute_limit gauge\n"
+      "gpuslice_tenant_compute_limit{" T_LABELS ",label_team=\"vision\"} 0.4\n"
+      "# HELP gpuslice_tenant_gpu_seconds_total Device time the tenant's work ran on this GPU, in "
+      "seconds.\n"
+      "# TYPE gpuslice_tenant_gpu_seconds_total counter\n"
+      "gpuslice_tenant_gpu_seconds_total{" T_LABELS ",label_team=\"vision\"} 12.500000001\n"
+      "# HELP gpuslice_tenant_throttled_seconds_total Time the tenant waited at its compute "
+      "limit on this GPU, in seconds.\n"
+      "# TYPE gpuslice_tenant_throttled_seconds_total counter\n"
+      "gpuslice_tenant_throttled_seconds_total{" T_LABELS ",label_team=\"vision\"} 0.5\n";
+  assert_string_equal(tenant_part, expected);
+  free(out);
+}
+
+static void test_unlimited_tenant_has_no_limit_rows(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  struct gs_snap_tenant t[2] = { tenant("free", 0, NULL), tenant("capped", 0, NULL) };
+  t[1].vram_limit_bytes = 1 << 20;
+  t[1].compute_limit = 0.5;
+  struct gs_snapshot s = snapshot(&g, 1, t, 2);
+  char *out = render(&s, NULL);
+  char *vram = lines_starting(out, "gpuslice_tenant_vram_limit_bytes{");
+  char *comp = lines_starting(out, "gpuslice_tenant_compute_limit{");
+  assert_null(strstr(vram, "tenant=\"free\""));
+  assert_non_null(strstr(vram, "tenant=\"capped\""));
+  assert_null(strstr(comp, "tenant=\"free\""));
+  assert_non_null(strstr(comp, "tenant=\"capped\""));
+  /* The used series still has both. */
+  char *used = lines_starting(out, "gpuslice_tenant_vram_used_bytes{");
+  assert_non_null(strstr(used, "tenant=\"free\""));
+  free(vram);
+  free(comp);
+  free(used);
+  free(out);
+}
+
+static void test_label_values_are_escaped(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  const char *kv[][2] = { { "note", "a\"b\\c\nd" } };
+  struct gs_snap_tenant t = tenant("x\"y", 1, kv);
+  struct gs_snapshot s = snapshot(&g, 1, &t, 1);
+  strcpy(g.model, "Model \"Q\"");
+  char *out = render(&s, NULL);
+  char *used = lines_starting(out, "gpuslice_tenant_vram_used_bytes{");
+  assert_string_equal(used, "gpuslice_tenant_vram_used_bytes{tenant=\"x\\\"y\",gpu=\"0\","
+                            "UUID=\"GPU-11111111-2222-3333-4444-555555555555\","
+                            "label_note=\"a\\\"b\\\\c\\nd\"} 0\n");
+  assert_non_null(strstr(out, "modelName=\"Model \\\"Q\\\"\""));
+  free(used);
+  free(out);
+}
+
+static void test_invalid_utf8_in_values_becomes_replacement_character(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  const char *kv[][2] = { { "k", "ok\xc3\xa9|\xff|\xc3|\xed\xa0\x80" } };
+  struct gs_snap_tenant t = tenant("t", 1, kv);
+  struct gs_snapshot s = snapshot(&g, 1, &t, 1);
+  char *out = render(&s, NULL);
+  /* é stays; a stray 0xff, a cut sequence and a surrogate each become U+FFFD per byte. */
+  assert_non_null(strstr(out, "label_k=\"ok\xc3\xa9|\xef\xbf\xbd|\xef\xbf\xbd|"
+                              "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""));
+  free(out);
+}
+
+static void test_label_keys_are_sanitized(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  const char *kv[][2] = { { "team.name", "a" }, { "9lives", "b" }, { "k8s/app-id", "c" },
+                          { "", "d" }, { "__reserved", "e" } };
+  struct gs_snap_tenant t = tenant("t", 5, kv);
+  struct gs_snapshot s = snapshot(&g, 1, &t, 1);
+  char *out = render(&s, NULL);
+  char *used = lines_starting(out, "gpuslice_tenant_vram_used_bytes{");
+  assert_non_null(strstr(used, ",label_team_name=\"a\",label_9lives=\"b\",label_k8s_app_id=\"c\","
+                               "label_=\"d\",label___reserved=\"e\"}"));
+  free(used);
+  free(out);
+}
+
+/* Every label name in one sample line, checked pairwise for duplicates. */
+static void assert_no_duplicate_label_names(const char *line)
+{
+  char names[64][128];
+  int n = 0;
+  const char *p = strchr(line, '{') + 1;
+  while (*p && *p != '}') {
+    const char *eq = strchr(p, '=');
+    snprintf(names[n], sizeof(names[n]), "%.*s", (int) (eq - p), p);
+    for (int i = 0; i < n; i++)
+      assert_string_not_equal(names[i], names[n]);
+    n++;
+    p = eq + 2; /* past =" */
+    while (*p != '"')
+      p += *p == '\\' ? 2 : 1;
+    p++;
+    if (*p == ',')
+      p++;
+  }
+}
+
+static void test_sanitizing_collisions_never_duplicate_label_names(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  const char *kv[][2] = { { "team-a", "1" }, { "team.a", "2" }, { "team_a", "3" },
+                          { "team_a_2", "4" }, { "team a", "5" } };
+  struct gs_snap_tenant t = tenant("t", 5, kv);
+  struct gs_snapshot s = snapshot(&g, 1, &t, 1);
+  char *out = render(&s, NULL);
+  char *used = lines_starting(out, "gpuslice_tenant_vram_used_bytes{");
+  assert_non_null(strstr(used, ",label_team_a=\"1\",label_team_a_2=\"2\",label_team_a_3=\"3\","
+                               "label_team_a_2_2=\"4\",label_team_a_4=\"5\"}"));
+  assert_no_duplicate_label_names(used);
+  free(used);
+  free(out);
+}
+
+static void test_health_series_and_values(void **state)
+{
+  (void) state;
+  struct gs_snapshot s = snapshot(NULL, 0, NULL, 0);
+  struct gs_metrics_health h = { .uptime_s = 12.5, .samples_total = 12, .sample_errors_total = 1,
+                                 .last_sample_duration_s = 0.000321, .tenants = 3, .gpus = 2 };
+  char *out = render(&s, &h);
+  const char *expect[] = {
+    "\ngpuslice_daemon_up 1\n",
+    "\ngpuslice_daemon_uptime_seconds 12.5\n",
+    "\n# TYPE gpuslice_daemon_samples_total counter\ngpuslice_daemon_samples_total 12\n",
+    "\ngpuslice_daemon_sample_errors_total 1\n",
+    "\ngpuslice_daemon_last_sample_duration_seconds 0.000321\n",
+    "\ngpuslice_daemon_tenants 3\n",
+    "\ngpuslice_daemon_gpus 2\n",
+  };
+  for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++)
+    assert_non_null(strstr(out, expect[i]));
+  free(out);
+}
+
+static void test_without_health_there_are_no_daemon_series(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  struct gs_snapshot s = snapshot(&g, 1, NULL, 0);
+  char *out = render(&s, NULL);
+  assert_null(strstr(out, "gpuslice_daemon_"));
+  free(out);
+}
+
+static void test_empty_hostname_leaves_the_label_out(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  struct gs_snapshot s = snapshot(&g, 1, NULL, 0);
+  s.hostname[0] = '\0';
+  char *out = render(&s, NULL);
+  assert_null(strstr(out, "Hostname="));
+  assert_non_null(strstr(out, "modelName=\"NVIDIA H100 80GB HBM3\",DCGM_FI_DRIVER_VERSION="));
+  free(out);
+}
+
+static void test_tenant_on_unknown_gpu_gets_empty_uuid(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  struct gs_snap_tenant t = tenant("t", 0, NULL);
+  t.gpu = 5;
+  struct gs_snapshot s = snapshot(&g, 1, &t, 1);
+  char *out = render(&s, NULL);
+  assert_non_null(strstr(out, "{tenant=\"t\",gpu=\"5\",UUID=\"\"} 0\n"));
+  free(out);
+}
+
+static void test_malformed_snapshot_is_an_error(void **state)
+{
+  (void) state;
+  struct gs_snapshot s = snapshot(NULL, 2, NULL, 0);
+  char *out = NULL;
+  size_t len = 0;
+  gs_error_t err = NULL;
+  assert_int_equal(gs_metrics_render(&s, NULL, &out, &len, &err), -1);
+  assert_int_equal(err->status, EINVAL);
+  assert_null(out);
+  gs_error_release(&err);
+}
+
+static void test_many_rows_render_completely(void **state)
+{
+  (void) state;
+  enum { NG = 8, NT = 256 };
+  struct gs_snap_gpu *g = calloc(NG, sizeof(*g));
+  struct gs_snap_tenant *t = calloc(NT, sizeof(*t));
+  for (int i = 0; i < NG; i++) {
+    g[i] = one_gpu();
+    g[i].index = i;
+  }
+  for (int i = 0; i < NT; i++) {
+    t[i] = tenant("x", 0, NULL);
+    snprintf(t[i].name, sizeof(t[i].name), "tenant-%03d", i);
+    t[i].gpu = i % NG;
+    t[i].vram_limit_bytes = 1ull << 30;
+    t[i].compute_limit = 0.5;
+  }
+  struct gs_snapshot s = snapshot(g, NG, t, NT);
+  char *out = render(&s, NULL);
+  size_t lines = 0;
+  for (char *p = out; *p; p++)
+    lines += *p == '\n';
+  /* 7 GPU series + 6 tenant series, each with HELP and TYPE. */
+  assert_int_equal(lines, 7 * (2 + NG) + 6 * (2 + NT));
+  assert_non_null(strstr(out, "tenant=\"tenant-255\",gpu=\"7\""));
+  free(out);
+  free(g);
+  free(t);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_gpu_series_match_dcgm_exporter_names_labels_and_units),
+    cmocka_unit_test(test_tenant_series_exact_text),
+    cmocka_unit_test(test_unlimited_tenant_has_no_limit_rows),
+    cmocka_unit_test(test_label_values_are_escaped),
+    cmocka_unit_test(test_invalid_utf8_in_values_becomes_replacement_character),
+    cmocka_unit_test(test_label_keys_are_sanitized),
+    cmocka_unit_test(test_sanitizing_collisions_never_duplicate_label_names),
+    cmocka_unit_test(test_health_series_and_values),
+    cmocka_unit_test(test_without_health_there_are_no_daemon_series),
+    cmocka_unit_test(test_empty_hostname_leaves_the_label_out),
+    cmocka_unit_test(test_tenant_on_unknown_gpu_gets_empty_uuid),
+    cmocka_unit_test(test_malformed_snapshot_is_an_error),
+    cmocka_unit_test(test_many_rows_render_completely),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
