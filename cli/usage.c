@@ -12,10 +12,11 @@
 
 #include "daemon-verb.h"
 #include "table.h"
+#include "usage-cost.h"
 
 static const char usage_usage[] =
   "Usage: gpuslice usage [--by tenant|user|label:KEY] [--since AGE|TIME] [--json|--csv]\n"
-  "                      [--socket PATH]\n"
+  "                      [--cost [--prices FILE] [--gpu-model M]] [--socket PATH]\n"
   "\n"
   "Reports the GPU time and memory each group of tenants used, from the daemon's usage\n"
   "ledger. A local user sees their own tenants; root and the gpuslice group see all.\n"
@@ -26,7 +27,13 @@ static const char usage_usage[] =
   "                  such as 2025-01-31T00:00:00Z\n"
   "  --json          Print JSON (keys documented in docs/cli.md)\n"
   "  --csv           Print CSV: key,tenants,gpu_seconds,vram_byte_seconds,vram_gib_hours,\n"
-  "                  wall_seconds,served_requests\n"
+  "                  wall_seconds,served_requests,allocated_gpu_seconds (and with --cost:\n"
+  "                  used_cost,idle_cost,total_cost,cost_per_1k_requests)\n"
+  "  --cost          Price it: the cost of what each group used, the idle cost of what it\n"
+  "                  held but did not use, the node's unallocated cost apart, and the cost\n"
+  "                  per 1,000 served requests (docs/cost.md)\n"
+  "  --prices FILE   A price CSV for --cost (default: the built-in table, `gpuslice prices`)\n"
+  "  --gpu-model M   The GPU model to price (default: the node's first GPU)\n"
   "  --socket PATH   The daemon's socket (default: $GPUSLICE_SOCKET, else\n"
   "                  /run/gpuslice/gpuslice.sock for root)\n"
   "  -h, --help      Show this help and exit\n"
@@ -38,6 +45,8 @@ enum usage_format { FMT_TABLE, FMT_JSON, FMT_CSV };
 struct usage_opts {
   const char *socket, *by, *since;
   enum usage_format format;
+  bool cost;
+  struct usage_cost_opts price;
 };
 
 static bool valid_by(const char *by)
@@ -91,6 +100,9 @@ static int usage_option(struct usage_opts *o, int c, char **argv)
     fputs(usage_usage, stdout);
     return CLI_OK;
   case 'S': o->socket = optarg; return -1;
+  case 'C': o->cost = true; return -1;
+  case 'p': o->price.prices = optarg; return -1;
+  case 'm': o->price.model = optarg; return -1;
   case 'b':
     if (!valid_by(optarg))
       return cli_usage_error("usage", "--by '%s': want tenant, user or label:KEY", optarg);
@@ -119,6 +131,8 @@ static int parse_args(int argc, char **argv, struct usage_opts *o)
     { "by", required_argument, NULL, 'b' },   { "since", required_argument, NULL, 's' },
     { "json", no_argument, NULL, 'j' },       { "csv", no_argument, NULL, 'c' },
     { "socket", required_argument, NULL, 'S' }, { "help", no_argument, NULL, 'h' },
+    { "cost", no_argument, NULL, 'C' },       { "prices", required_argument, NULL, 'p' },
+    { "gpu-model", required_argument, NULL, 'm' },
     { NULL, 0, NULL, 0 },
   };
   int c, r;
@@ -129,6 +143,8 @@ static int parse_args(int argc, char **argv, struct usage_opts *o)
   if (optind < argc)
     return cli_usage_error("usage", "'%s': unexpected argument (see gpuslice usage --help)",
                            argv[optind]);
+  if (!o->cost && (o->price.prices || o->price.model))
+    return cli_usage_error("usage", "--prices and --gpu-model go with --cost");
   return -1;
 }
 
@@ -148,18 +164,36 @@ static void csv_field(const char *s)
   putchar('"');
 }
 
-static void print_csv(const json_t *rows)
+/* A cost cell: the number, or empty when there is none (no served requests). */
+static void csv_cost(const json_t *row, const char *key)
+{
+  const json_t *v = json_object_get(json_object_get(row, "cost"), key);
+  if (json_is_number(v))
+    printf(",%.15g", json_number_value(v));
+  else
+    fputs(",", stdout);
+}
+
+static void print_csv(const json_t *rows, bool cost)
 {
   size_t i;
   const json_t *row;
-  puts("key,tenants,gpu_seconds,vram_byte_seconds,vram_gib_hours,wall_seconds,served_requests");
+  printf("key,tenants,gpu_seconds,vram_byte_seconds,vram_gib_hours,wall_seconds,served_requests,"
+         "allocated_gpu_seconds%s\n", cost ? ",used_cost,idle_cost,total_cost,cost_per_1k_requests" : "");
   json_array_foreach(rows, i, row) {
     const char *key = jstr(row, "key");
     csv_field(key ? key : "");
-    printf(",%.0f,%.15g,%.15g,%.15g,%.15g,%.0f\n", jnum(row, "tenants", 0),
+    printf(",%.0f,%.15g,%.15g,%.15g,%.15g,%.0f,%.15g", jnum(row, "tenants", 0),
            jnum(row, "gpu_seconds", 0), jnum(row, "vram_byte_seconds", 0),
            jnum(row, "vram_gib_hours", 0), jnum(row, "wall_seconds", 0),
-           jnum(row, "served_requests", 0));
+           jnum(row, "served_requests", 0), jnum(row, "allocated_gpu_seconds", 0));
+    if (cost) {
+      csv_cost(row, "used");
+      csv_cost(row, "idle");
+      csv_cost(row, "total");
+      csv_cost(row, "per_1k_requests");
+    }
+    putchar('\n');
   }
 }
 
@@ -205,10 +239,15 @@ int cli_usage(int argc, char **argv)
     fprintf(stderr, "gpuslice: usage: daemon reply has no \"rows\" array\n");
     return CLI_FAILURE;
   }
+  o.price.socket = o.socket;
+  if (o.cost && (r = usage_cost_add(reply, &o.price)) != CLI_OK)
+    return r;
   if (o.format == FMT_JSON)
     return verb_print_json(reply);
   if (o.format == FMT_CSV)
-    print_csv(json_object_get(reply, "rows"));
+    print_csv(json_object_get(reply, "rows"), o.cost);
+  else if (o.cost)
+    usage_cost_print(reply, o.by);
   else
     print_table(reply, o.by);
   return fflush(stdout) == 0 ? CLI_OK : CLI_FAILURE;

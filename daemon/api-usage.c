@@ -1,5 +1,6 @@
 /* GET /v1/usage?by=tenant|user|label:KEY&since=7d|24h|30m|RFC3339: the usage report from the
- * usage ledger (ledger-usage.c). A user's report covers their own tenants only. */
+ * usage ledger (ledger-usage.c), with the node's capacity in GPU-seconds over the range the
+ * ledger covers. A user's report covers their own tenants only. */
 #include "api.h"
 
 #include <stdio.h>
@@ -61,6 +62,12 @@ int api_route_usage(struct api_req *rq, struct api_reply *r)
     gs_error_release(&err);
     return 0;
   }
+  /* What the node's GPUs could have given over the part of the range the ledger covers; only
+   * in a report of every tenant, where what is not allocated is known. */
+  double first = ledger_db_first_start(rq->d->db, since, now + 1);
+  double from = first > since ? first : since, capacity = first > 0 && now > from ? rq->d->snap.ngpus * (now - from) : 0;
   return api_ok(r, 200,
-                json_pack("{s:o, s:o, s:s, s:o}", "since", api_time_json(since), "until", api_time_json(now), "by", by, "rows", rows));
+                json_pack("{s:o, s:o, s:s, s:o, s:i, s:o}", "since", api_time_json(since), "until", api_time_json(now),
+                          "by", by, "rows", rows, "gpus", rq->d->snap.ngpus, "capacity_gpu_seconds",
+                          rq->peer.admin ? json_real(capacity) : json_null()));
 }

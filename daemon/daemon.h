@@ -166,12 +166,15 @@ int ledger_db_open(const char *path, struct ledger_db **out, gs_error_t *err);
 void ledger_db_close(struct ledger_db *db);
 /* Brings the schema to the current version. */
 int ledger_schema_migrate(struct sqlite3 *db, gs_error_t *err);
+/* The ledger's schema version, or -1 with err when unreadable or newer than this daemon knows. */
+int ledger_schema_check(struct sqlite3 *db, gs_error_t *err);
 int ledger_schema_version(struct sqlite3 *db);
 /* Finds or writes the tenant's row (t->db_id), and restores its counters at the last
  * interval so that a restarted daemon loses nothing. */
 int ledger_db_tenant(struct ledger_db *db, struct tenant *t, gs_error_t *err);
 /* Writes one interval [start, end] for every tenant, in one transaction. */
-int ledger_db_interval(struct ledger_db *db, struct tenant **v, int n, int ngpus, double end, gs_error_t *err);
+int ledger_db_interval(struct ledger_db *db, struct tenant **v, int n, int ngpus, const uint64_t *gpu_totals,
+                       double end, gs_error_t *err);
 /* Marks ended every tenant row left open by an earlier run that is not in the registry. */
 int ledger_db_close_orphans(struct ledger_db *db, const struct registry *r, gs_error_t *err);
 int ledger_db_tenant_end(struct ledger_db *db, const struct tenant *t, double end, gs_error_t *err);
@@ -180,6 +183,8 @@ int ledger_db_served(struct ledger_db *db, const struct tenant *t, uint64_t requ
  * uid unless uid is (uid_t) -1. Returns a JSON array, or NULL with err. */
 json_t *ledger_db_usage(struct ledger_db *db, const char *by, double since, double until, uid_t uid,
                         gs_error_t *err);
+/* The start of the first interval overlapping [since, until], or 0 when there is none. */
+double ledger_db_first_start(struct ledger_db *db, double since, double until);
 struct sqlite3 *ledger_db_handle(struct ledger_db *db);
 /* The time of the last interval written, or 0. */
 double ledger_db_last_end(struct ledger_db *db);

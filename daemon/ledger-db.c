@@ -45,10 +45,13 @@ static int create_file(const char *path, gs_error_t *err)
 static const char insert_interval_sql[] =
   "INSERT INTO intervals(tenant_id, gpu, start_at, end_at, gpu_seconds, vram_byte_seconds, vram_used_bytes,"
   " vram_limit_bytes, compute_limit_ppm, throttled_seconds, gpu_ns_total, throttled_ns_total, compute_policy,"
-  " priority) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+  " priority, allocated_gpu_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 
 static int configure(struct ledger_db *db, gs_error_t *err)
 {
+  /* A ledger newer than this daemon is refused before anything is written to it. */
+  if (ledger_schema_check(db->db, err) < 0)
+    return -1;
   if (sqlite3_exec(db->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -512;",
                    NULL, NULL, NULL) != SQLITE_OK)
     return db_fail(db, "set WAL mode", err);
@@ -189,7 +192,20 @@ int ledger_db_tenant(struct ledger_db *db, struct tenant *t, gs_error_t *err)
   return exec_bound(db, "UPDATE tenants SET ended_at = NULL, exit_status = NULL WHERE id = ?", "i", vals, err);
 }
 
-static int insert_row(struct ledger_db *db, struct tenant *t, int g, double start, double end)
+/* The GPU-seconds a tenant held on a GPU over an interval: the larger of its compute share
+ * and its memory limit as a fraction of the GPU, for the interval's length. A tenant with
+ * neither limit holds what it used. */
+static double allocated_seconds(uint32_t cppm, uint64_t limit, uint64_t total, double used, double len)
+{
+  double compute = cppm ? cppm / 1e6 : 0;
+  double memory = limit != GS_LIMIT_NONE && total ? (double) limit / (double) total : 0;
+  double frac = compute > memory ? compute : memory;
+  if (frac > 1)
+    frac = 1;
+  return frac > 0 ? (frac * len > used ? frac * len : used) : used;
+}
+
+static int insert_row(struct ledger_db *db, struct tenant *t, int g, uint64_t gpu_total, double start, double end)
 {
   sqlite3_stmt *st = db->insert_interval;
   struct tenant_gpu *tg = &t->gpu[g];
@@ -212,10 +228,11 @@ static int insert_row(struct ledger_db *db, struct tenant *t, int g, double star
   sqlite3_bind_int64(st, 12, (int64_t) tg->throttled_ns);
   sqlite3_bind_text(st, 13, gs_compute_policy_name(atomic_load(&t->limits->compute.policy)), -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 14, gs_priority_name(atomic_load(&t->limits->compute.priority)), -1, SQLITE_STATIC);
+  sqlite3_bind_double(st, 15, allocated_seconds(cppm, limit, gpu_total, (double) dgpu / 1e9, end - start));
   return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
 }
 
-static int tenant_rows(struct ledger_db *db, struct tenant *t, int ngpus, double end)
+static int tenant_rows(struct ledger_db *db, struct tenant *t, int ngpus, const uint64_t *gpu_totals, double end)
 {
   double start = t->last_end > 0 ? t->last_end : (double) t->created_unix_ns / 1e9;
   if (!t->db_id || !t->sampled || end <= start)
@@ -223,7 +240,7 @@ static int tenant_rows(struct ledger_db *db, struct tenant *t, int ngpus, double
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
     if (!tenant_gpu_row(t, g, ngpus))
       continue;
-    if (insert_row(db, t, g, start, end) < 0)
+    if (insert_row(db, t, g, g < ngpus ? gpu_totals[g] : 0, start, end) < 0)
       return -1;
   }
   return 0;
@@ -244,12 +261,13 @@ static void advance(struct tenant **v, int n, double end)
   }
 }
 
-int ledger_db_interval(struct ledger_db *db, struct tenant **v, int n, int ngpus, double end, gs_error_t *err)
+int ledger_db_interval(struct ledger_db *db, struct tenant **v, int n, int ngpus, const uint64_t *gpu_totals,
+                       double end, gs_error_t *err)
 {
   if (sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
     return db_fail(db, "begin", err);
   for (int i = 0; i < n; i++) {
-    if (tenant_rows(db, v[i], ngpus, end) < 0) {
+    if (tenant_rows(db, v[i], ngpus, gpu_totals, end) < 0) {
       db_fail(db, "write an interval", err);
       sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
       return -1;

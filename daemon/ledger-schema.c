@@ -52,6 +52,8 @@ static const struct migration migrations[] = {
     "ALTER TABLE tenants ADD COLUMN served_requests INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE intervals ADD COLUMN compute_policy TEXT;"
     "ALTER TABLE intervals ADD COLUMN priority TEXT;" },
+  { 3, "GPU-seconds allocated per interval, for cost attribution",
+    "ALTER TABLE intervals ADD COLUMN allocated_gpu_seconds REAL NOT NULL DEFAULT 0;" },
 };
 #define SCHEMA_VERSION ((int) (sizeof(migrations) / sizeof(migrations[0])))
 
@@ -105,19 +107,27 @@ static int apply(sqlite3 *db, const struct migration *m, gs_error_t *err)
   return 0;
 }
 
-int ledger_schema_migrate(sqlite3 *db, gs_error_t *err)
+int ledger_schema_check(sqlite3 *db, gs_error_t *err)
 {
-  if (sqlite3_exec(db,
-                   "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                   "  version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at REAL NOT NULL)",
-                   NULL, NULL, NULL) != SQLITE_OK)
-    return db_fail(db, "create schema_migrations", err);
   int have = ledger_schema_version(db);
   if (have < 0)
     return db_fail(db, "read the schema version", err);
   if (have > SCHEMA_VERSION)
     return gs_make_error(err, 0, "usage ledger has schema version %d; this gpuslice knows up to %d", have,
                          SCHEMA_VERSION);
+  return have;
+}
+
+int ledger_schema_migrate(sqlite3 *db, gs_error_t *err)
+{
+  int have = ledger_schema_check(db, err);
+  if (have < 0)
+    return -1;
+  if (sqlite3_exec(db,
+                   "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                   "  version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at REAL NOT NULL)",
+                   NULL, NULL, NULL) != SQLITE_OK)
+    return db_fail(db, "create schema_migrations", err);
   for (int i = have; i < SCHEMA_VERSION; i++)
     if (apply(db, &migrations[i], err) < 0)
       return -1;

@@ -1,6 +1,7 @@
 /* The usage report (GET /v1/usage, `gpuslice usage`): the usage ledger's intervals in a time
  * range, summed per tenant and then per group: the tenant's name, its user, or one of its
- * labels. Intervals are counted whole when they overlap the range (they are one sampling
+ * labels. Each row also sums the GPU-seconds its tenants held (allocated), for cost
+ * attribution. Intervals are counted whole when they overlap the range (they are one sampling
  * interval long). A tenant's wall time counts each interval once, however many GPUs it used. */
 #include "daemon.h"
 
@@ -8,10 +9,11 @@
 #include <string.h>
 
 static const char usage_sql[] =
-  "SELECT key, COUNT(*), SUM(gs), SUM(vbs), SUM(wall), SUM(served) FROM ("
+  "SELECT key, COUNT(*), SUM(gs), SUM(vbs), SUM(wall), SUM(served), SUM(alloc) FROM ("
   "  SELECT CASE ?4 WHEN 'tenant' THEN t.name WHEN 'user' THEN t.user"
   "         ELSE COALESCE((SELECT value FROM tenant_labels WHERE tenant_id = t.id AND key = ?5), '') END AS key,"
   "    SUM(i.gpu_seconds) AS gs, SUM(i.vram_byte_seconds) AS vbs, MAX(t.served_requests) AS served,"
+  "    SUM(i.allocated_gpu_seconds) AS alloc,"
   "    (SELECT SUM(e - s) FROM (SELECT DISTINCT start_at AS s, end_at AS e FROM intervals"
   "       WHERE tenant_id = t.id AND end_at > ?1 AND start_at < ?2)) AS wall"
   "  FROM tenants t JOIN intervals i ON i.tenant_id = t.id"
@@ -22,11 +24,11 @@ static const char usage_sql[] =
 static json_t *row_json(sqlite3_stmt *st)
 {
   double vbs = sqlite3_column_double(st, 3);
-  return json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:I}", "key", (const char *) sqlite3_column_text(st, 0),
+  return json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:I, s:f}", "key", (const char *) sqlite3_column_text(st, 0),
                    "tenants", (json_int_t) sqlite3_column_int64(st, 1), "gpu_seconds", sqlite3_column_double(st, 2),
                    "vram_byte_seconds", vbs, "vram_gib_hours", vbs / (1024.0 * 1024.0 * 1024.0) / 3600.0,
                    "wall_seconds", sqlite3_column_double(st, 4), "served_requests",
-                   (json_int_t) sqlite3_column_int64(st, 5));
+                   (json_int_t) sqlite3_column_int64(st, 5), "allocated_gpu_seconds", sqlite3_column_double(st, 6));
 }
 
 json_t *ledger_db_usage(struct ledger_db *db, const char *by, double since, double until, uid_t uid, gs_error_t *err)
@@ -54,4 +56,19 @@ json_t *ledger_db_usage(struct ledger_db *db, const char *by, double since, doub
   }
   sqlite3_finalize(st);
   return rows;
+}
+
+double ledger_db_first_start(struct ledger_db *db, double since, double until)
+{
+  sqlite3_stmt *st = NULL;
+  double first = 0;
+  if (sqlite3_prepare_v2(ledger_db_handle(db), "SELECT MIN(start_at) FROM intervals WHERE end_at > ?1 AND start_at < ?2",
+                         -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_double(st, 1, since);
+    sqlite3_bind_double(st, 2, until);
+    if (sqlite3_step(st) == SQLITE_ROW)
+      first = sqlite3_column_double(st, 0);
+  }
+  sqlite3_finalize(st);
+  return first;
 }

@@ -53,7 +53,7 @@ def test_usage_csv_quotes_keys_and_round_trips(tmp_path):
     r, _ = usage(tmp_path / "d.sock", "--by", "label:team", "--csv")
     rows = list(csv.DictReader(io.StringIO(r.stdout)))
     assert list(rows[0]) == ["key", "tenants", "gpu_seconds", "vram_byte_seconds", "vram_gib_hours", "wall_seconds",
-                            "served_requests"]
+                            "served_requests", "allocated_gpu_seconds"]
     assert rows[1]["key"] == 'a,"b"'
     assert float(rows[0]["gpu_seconds"]) == 7200.0 and float(rows[0]["vram_gib_hours"]) == 3.0
     assert rows[0]["served_requests"] == "5" and rows[1]["served_requests"] == "0"
@@ -74,3 +74,56 @@ def test_bad_usage_options_exit_2_before_asking(tmp_path, args):
     r, reqs = usage(tmp_path / "d.sock", *args)
     assert r.returncode == 2 and r.stderr.startswith("gpuslice: usage: ")
     assert reqs == []
+
+
+# --cost against a made-up rate of $3.60 per GPU-hour, i.e. $0.001 per GPU-second.
+PRICES = ("provider,region,sku,gpu,gpus,od_hr,od_gpu_hr,spot_hr,spot_gpu_hr,commit1y_gpu_hr,commit3y_gpu_hr,"
+          "source,as_of\ntest,here,one,H100-80GB,1,3.6,3.6,,,,,a test rate,2026-01-01\n")
+COST_REPLY = dict(REPLY, capacity_gpu_seconds=20000.0,
+                  rows=[dict(REPLY["rows"][0], allocated_gpu_seconds=10800.0), REPLY["rows"][1]])
+
+
+def usage_cost(tmp_path, *args, reply=COST_REPLY):
+    prices = tmp_path / "prices.csv"
+    prices.write_text(PRICES)
+    sock = tmp_path / f"d{len(list(tmp_path.glob('d*.sock')))}.sock"
+    with FakeDaemon(sock, {("GET", PATH): (200, reply)}):
+        return run([GPUSLICE, "usage", "--socket", sock, "--by", "label:team", "--cost", "--prices", prices,
+                    "--gpu-model", "h100-80gb", *args])
+
+
+def test_usage_cost_attributes_used_idle_and_unallocated(tmp_path):
+    r = usage_cost(tmp_path, "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    vision, other = out["rows"]
+    # vision used 7200 GPU-seconds of the 10800 it held; 5 requests served.
+    assert vision["cost"] == {"used": 7.2, "idle": 3.6, "total": 10.8, "per_1k_requests": 1440.0}
+    # No allocation given: it held what it used. No requests: no cost per request.
+    assert other["cost"] == {"used": 0.0015, "idle": 0.0, "total": 0.0015, "per_1k_requests": None}
+    assert out["cost"] == {"model": "h100-80gb", "price_per_gpu_hour": 3.6, "capacity": 20.0, "used": 7.2015,
+                           "idle": 3.6, "unallocated": 9.1985}
+
+
+def test_usage_cost_table_and_csv(tmp_path):
+    r = usage_cost(tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Node: capacity $20.0000 = used $7.2015 + idle (held, unused) $3.6000 + unallocated $9.1985" in r.stdout
+    r = usage_cost(tmp_path, "--csv")
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert float(rows[0]["idle_cost"]) == 3.6 and float(rows[0]["cost_per_1k_requests"]) == 1440.0
+    assert rows[1]["cost_per_1k_requests"] == ""
+
+
+def test_usage_cost_without_the_node_view_has_no_unallocated(tmp_path):
+    r = usage_cost(tmp_path, "--json", reply=dict(COST_REPLY, capacity_gpu_seconds=None))
+    assert r.returncode == 0, r.stderr
+    cost = json.loads(r.stdout)["cost"]
+    assert cost["capacity"] is None and cost["unallocated"] is None and cost["idle"] == 3.6
+
+
+def test_usage_cost_bad_model_and_options(tmp_path):
+    r = usage_cost(tmp_path, "--gpu-model", "voodoo-5")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "voodoo-5" in r.stderr, r.stderr
+    r = run([GPUSLICE, "usage", "--socket", tmp_path / "none.sock", "--prices", "x.csv"])
+    assert r.returncode == 2 and "--cost" in r.stderr, r.stderr
