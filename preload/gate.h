@@ -8,8 +8,8 @@
  * starts a new period. Because only the holder of the turn has work on the GPU, that time
  * is the tenant's own.
  *
- * The common case, a launch by the holder of an unexpired turn, reads four words (two of them
- * shared) and the clock: no lock, no syscall, no allocation. Everything else takes the gate's
+ * The common case, a launch by the holder of an unexpired turn, reads four words (one of them,
+ * the board's turn, shared) and the clock: no lock, no syscall, no allocation. Everything else takes the gate's
  * mutex and may wait: that is the gating. */
 #ifndef GS_PRELOAD_GATE_H
 #define GS_PRELOAD_GATE_H
