@@ -35,19 +35,9 @@ mkdir -p "$GPUSLICE_STATE_DIR"
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
 
-ROWS=()
-FAILED=0
-
-record() {
-  ROWS+=("$(printf '%-4s  %-62s  %s' "$1" "$2" "$3")")
-  [ "$1" = FAIL ] && FAILED=1
-  printf '%-4s  %s: %s\n' "$1" "$2" "$3" >&2
-}
-
-cannot_run() {
-  echo "check_compute_share: cannot run here: $*" >&2
-  exit 2
-}
+CHECK=check_compute_share
+# shellcheck source=check-lib.sh
+. "$ROOT/tests/gpu/check-lib.sh"
 
 # field JSON NAME: JSON's top-level NAME ("" when absent).
 field() {
@@ -60,15 +50,6 @@ calc() {
   python3 -c 'import sys
 v = eval(sys.argv[1])
 print(int(v) if isinstance(v, bool) else f"{v:.3f}" if isinstance(v, float) else v)' "$1"
-}
-
-ensure_build() {
-  [ -x "$GPUSLICE" ] && [ -e "$BUILD/lib/libgpuslice.so" ] && return
-  echo "check_compute_share: building gpuslice and libgpuslice.so in $BUILD" >&2
-  { cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGS_BUILD_TESTS=OFF &&
-    timeout 240 cmake --build "$BUILD" --target gpuslice gpuslice_preload; } >"$WORK/build.log" 2>&1 ||
-    cannot_run "the build failed (last lines below; or carry a built build/ over):
-$(tail -n 15 "$WORK/build.log")"
 }
 
 preflight() {
@@ -183,20 +164,14 @@ check_without() {
 }
 
 main() {
-  ensure_build
+  ensure_build "$WORK/build.log"
   preflight
   check_alone
   check_shares
   check_cap
   check_without
 
-  printf '\n%-4s  %-62s  %s\n' RESULT CHECK DETAIL
-  printf '%s\n' "${ROWS[@]}"
-  if [ "$FAILED" -ne 0 ]; then
-    echo "check_compute_share: FAIL (${SIZE}x${SIZE} float16 matmuls, ${WINDOW}s windows, ${SECONDS}s)"
-    exit 1
-  fi
-  echo "check_compute_share: PASS (${SIZE}x${SIZE} float16 matmuls, ${WINDOW}s windows, ${SECONDS}s)"
+  finish "${SIZE}x${SIZE} float16 matmuls, ${WINDOW}s windows, ${SECONDS}s"
 }
 
 main "$@"

@@ -33,20 +33,9 @@ export GPUSLICE_STATE_DIR
 LOG=$GPUSLICE_STATE_DIR/log
 trap 'rm -rf "$GPUSLICE_STATE_DIR"' EXIT
 
-ROWS=()
-FAILED=0
-
-# record STATUS CHECK DETAIL
-record() {
-  ROWS+=("$(printf '%-4s  %-58s  %s' "$1" "$2" "$3")")
-  [ "$1" = FAIL ] && FAILED=1
-  printf '%-4s  %s: %s\n' "$1" "$2" "$3" >&2
-}
-
-cannot_run() {
-  echo "check_memory_quota: cannot run here: $*" >&2
-  exit 2
-}
+CHECK=check_memory_quota
+# shellcheck source=check-lib.sh
+. "$ROOT/tests/gpu/check-lib.sh"
 
 # step SECONDS CMD...: runs CMD with a timeout that still fits the deadline; stdout is the
 # command's, stderr goes to $LOG. Fails (124) without running when no time is left.
@@ -66,17 +55,6 @@ print("null" if v is None else str(v).lower() if isinstance(v, bool) else v)' "$
 }
 
 mib() { echo "$(($1 >> 20)) MiB ($1 bytes)"; }
-
-ensure_build() {
-  if [ -x "$BUILD/bin/gpuslice" ] && [ -e "$BUILD/lib/libgpuslice.so" ]; then
-    return
-  fi
-  echo "check_memory_quota: building gpuslice and libgpuslice.so in $BUILD" >&2
-  { cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGS_BUILD_TESTS=OFF &&
-    timeout 240 cmake --build "$BUILD" --target gpuslice gpuslice_preload; } >"$LOG" 2>&1 ||
-    cannot_run "the build failed (last lines below; or carry a built build/ over):
-$(tail -n 15 "$LOG")"
-}
 
 # The GPU and PyTorch without gpuslice; sets REAL_TOTAL.
 preflight() {
@@ -201,7 +179,7 @@ check_nvidia_smi() {
 }
 
 main() {
-  ensure_build
+  ensure_build "$LOG"
   preflight
   check_info_in_tenant
   check_oom_in_tenant "plain (cudaMalloc)"
@@ -210,13 +188,7 @@ main() {
   check_oom_without "plain (cudaMalloc)"
   check_oom_without "expandable segments" PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 
-  printf '\n%-4s  %-58s  %s\n' RESULT CHECK DETAIL
-  printf '%s\n' "${ROWS[@]}"
-  if [ "$FAILED" -ne 0 ]; then
-    echo "check_memory_quota: FAIL (limit $VRAM bytes, ${SECONDS}s)"
-    exit 1
-  fi
-  echo "check_memory_quota: PASS (limit $VRAM bytes, ${SECONDS}s)"
+  finish "limit $VRAM bytes, ${SECONDS}s"
 }
 
 main "$@"

@@ -17,10 +17,11 @@ Exit status: 0 when it ran; 1 on any other error, with the error in the JSON; 3 
 or a CUDA device is missing.
 """
 import argparse
-import json
 import pathlib
 import sys
 import time
+
+import torch_run
 
 GO_TIMEOUT_S = 240
 
@@ -92,22 +93,7 @@ def parse_args():
 
 def main():
     args = parse_args()
-    try:
-        import torch
-    except ImportError as e:
-        print(json.dumps({"error": f"PyTorch is not importable: {e}"}))
-        return 3
-    if not torch.cuda.is_available():
-        print(json.dumps({"error": "torch.cuda.is_available() is False: no usable CUDA device"}))
-        return 3
-    try:
-        res = (info if args.cmd == "info" else loop)(torch, args)
-    except Exception as e:  # reported as a failure of the check, with what went wrong
-        print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
-        return 1
-    res["torch_version"] = torch.__version__
-    print(json.dumps(res))
-    return 0
+    return torch_run.run(lambda torch: (info if args.cmd == "info" else loop)(torch, args))
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ Exit status: 0 when it ran (an OOM is a result, not a failure); 1 on any other e
 the error in the JSON; 3 when PyTorch or a CUDA device is missing.
 """
 import argparse
-import json
 import sys
+
+import torch_run
 
 
 def expandable_in_use(torch):
@@ -64,22 +65,8 @@ def main():
     o.add_argument("--chunk-mib", type=int, default=256)
     o.add_argument("--stop-after", type=int, default=0, help="stop once this many bytes are held (0: never)")
     a = p.parse_args()
-    try:
-        import torch
-    except ImportError as e:
-        print(json.dumps({"error": f"PyTorch is not importable: {e}"}))
-        return 3
-    if not torch.cuda.is_available():
-        print(json.dumps({"error": "torch.cuda.is_available() is False: no usable CUDA device"}))
-        return 3
-    try:
-        res = info(torch) if a.cmd == "info" else oom(torch, a.chunk_mib, a.stop_after)
-    except Exception as e:  # anything but an OOM is a failure of the check, reported as such
-        print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
-        return 1
-    res["torch_version"] = torch.__version__
-    print(json.dumps(res))
-    return 0
+    # Anything but an OOM is a failure of the check, reported as such.
+    return torch_run.run(lambda torch: info(torch) if a.cmd == "info" else oom(torch, a.chunk_mib, a.stop_after))
 
 
 if __name__ == "__main__":
