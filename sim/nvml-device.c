@@ -93,11 +93,9 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvml
 GPUSIM_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, NULL);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, index, &dev, NULL);
   if (r != NVML_SUCCESS)
     return r;
-  if (!index)
-    return NVML_ERROR_INVALID_ARGUMENT;
   *index = (unsigned) dev->index;
   return NVML_SUCCESS;
 }
@@ -112,22 +110,18 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsig
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, name, &dev, &model);
   if (r != NVML_SUCCESS)
     return r;
-  if (!name)
-    return NVML_ERROR_INVALID_ARGUMENT;
   return gpusim_nvml_copy_str(name, length, model->name);
 }
 
 GPUSIM_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, NULL);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, uuid, &dev, NULL);
   if (r != NVML_SUCCESS)
     return r;
-  if (!uuid)
-    return NVML_ERROR_INVALID_ARGUMENT;
   char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
   device_uuid(dev, buf, sizeof(buf));
   return gpusim_nvml_copy_str(uuid, length, buf);
@@ -137,11 +131,9 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsig
 GPUSIM_API nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned int length)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, NULL);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, serial, &dev, NULL);
   if (r != NVML_SUCCESS)
     return r;
-  if (!serial)
-    return NVML_ERROR_INVALID_ARGUMENT;
   char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE], buf[NVML_DEVICE_SERIAL_BUFFER_SIZE];
   unsigned long long h = 1469598103934665603ULL;
   device_uuid(dev, uuid, sizeof(uuid));
@@ -156,11 +148,9 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t 
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, type, &dev, &model);
   if (r != NVML_SUCCESS)
     return r;
-  if (!type)
-    return NVML_ERROR_INVALID_ARGUMENT;
   *type = strcmp(model->key, "t4") == 0 ? NVML_BRAND_TESLA : NVML_BRAND_NVIDIA;
   return NVML_SUCCESS;
 }
@@ -184,11 +174,9 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, pci, &dev, &model);
   if (r != NVML_SUCCESS)
     return r;
-  if (!pci)
-    return NVML_ERROR_INVALID_ARGUMENT;
   pci_fill(dev, model, pci);
   return NVML_SUCCESS;
 }
@@ -198,11 +186,9 @@ static nvmlReturn_t pci_info_legacy(nvmlDevice_t device, nvmlPciInfoLegacy_t *pc
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, pci, &dev, &model);
   if (r != NVML_SUCCESS)
     return r;
-  if (!pci)
-    return NVML_ERROR_INVALID_ARGUMENT;
   nvmlPciInfo_t full;
   pci_fill(dev, model, &full);
   memset(pci, 0, sizeof(*pci));
@@ -272,11 +258,9 @@ static void memory_read(struct gpusim_dev *dev, unsigned long long *total, unsig
 GPUSIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, NULL);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, memory, &dev, NULL);
   if (r != NVML_SUCCESS)
     return r;
-  if (!memory)
-    return NVML_ERROR_INVALID_ARGUMENT;
   memory_read(dev, &memory->total, &memory->used);
   memory->free = memory->total - memory->used;
   return NVML_SUCCESS;
@@ -285,11 +269,9 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_
 GPUSIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, NULL);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, memory, &dev, NULL);
   if (r != NVML_SUCCESS)
     return r;
-  if (!memory)
-    return NVML_ERROR_INVALID_ARGUMENT;
   if (memory->version != nvmlMemory_v2)
     return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   memory_read(dev, &memory->total, &memory->used);

@@ -46,6 +46,15 @@ nvmlReturn_t gpusim_nvml_device(nvmlDevice_t device, struct gpusim_dev **dev, co
   return NVML_SUCCESS;
 }
 
+nvmlReturn_t gpusim_nvml_device_arg(nvmlDevice_t device, const void *out, struct gpusim_dev **dev,
+                                    const struct gpusim_model **model)
+{
+  nvmlReturn_t r = gpusim_nvml_device(device, dev, model);
+  if (r == NVML_SUCCESS && !out)
+    r = NVML_ERROR_INVALID_ARGUMENT;
+  return r;
+}
+
 nvmlReturn_t gpusim_nvml_copy_str(char *buf, unsigned int len, const char *s)
 {
   int n = snprintf(buf, len, "%s", s);

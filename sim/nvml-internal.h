@@ -28,6 +28,10 @@ nvmlDevice_t gpusim_nvml_handle(unsigned int i);
 /* Resolves a handle: NVML_SUCCESS with *dev (and, if model is non-NULL, *model) set, or the
  * error the real library gives for an uninitialized library or a bad handle. */
 nvmlReturn_t gpusim_nvml_device(nvmlDevice_t device, struct gpusim_dev **dev, const struct gpusim_model **model);
+/* The same, and NVML_ERROR_INVALID_ARGUMENT for a NULL out pointer: the check every query makes
+ * after the device's, in that order, as NVML does. */
+nvmlReturn_t gpusim_nvml_device_arg(nvmlDevice_t device, const void *out, struct gpusim_dev **dev,
+                                    const struct gpusim_model **model);
 
 /* Copies s into buf of length len, or NVML_ERROR_INSUFFICIENT_SIZE when it does not fit. */
 nvmlReturn_t gpusim_nvml_copy_str(char *buf, unsigned int len, const char *s);

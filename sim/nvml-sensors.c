@@ -26,11 +26,9 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned in
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, power, &dev, &model);
   if (r != NVML_SUCCESS)
     return r;
-  if (!power)
-    return NVML_ERROR_INVALID_ARGUMENT;
   unsigned long long limit = model->power_limit_mw;
   unsigned long long idle = limit * POWER_IDLE_PERCENT / 100u;
   *power = (unsigned) (idle + (limit - idle) * gpusim_nvml_gpu_util(dev) / 100u);
@@ -42,11 +40,9 @@ static nvmlReturn_t power_limit(nvmlDevice_t device, unsigned int *limit)
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, limit, &dev, &model);
   if (r != NVML_SUCCESS)
     return r;
-  if (!limit)
-    return NVML_ERROR_INVALID_ARGUMENT;
   *limit = model->power_limit_mw;
   return NVML_SUCCESS;
 }

@@ -30,11 +30,9 @@ static unsigned int mem_util_of(unsigned int sm_util)
 GPUSIM_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, NULL);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, utilization, &dev, NULL);
   if (r != NVML_SUCCESS)
     return r;
-  if (!utilization)
-    return NVML_ERROR_INVALID_ARGUMENT;
   utilization->gpu = gpusim_nvml_gpu_util(dev);
   utilization->memory = mem_util_of(utilization->gpu);
   return NVML_SUCCESS;
@@ -142,11 +140,9 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev
 static nvmlReturn_t graphics_procs(nvmlDevice_t device, unsigned int *infoCount)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, NULL);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, infoCount, &dev, NULL);
   if (r != NVML_SUCCESS)
     return r;
-  if (!infoCount)
-    return NVML_ERROR_INVALID_ARGUMENT;
   *infoCount = 0;
   return NVML_SUCCESS;
 }
@@ -230,11 +226,9 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                                         unsigned long long lastSeenTimeStamp)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, NULL);
+  nvmlReturn_t r = gpusim_nvml_device_arg(device, processSamplesCount, &dev, NULL);
   if (r != NVML_SUCCESS)
     return r;
-  if (!processSamplesCount)
-    return NVML_ERROR_INVALID_ARGUMENT;
   nvmlProcessUtilizationSample_t *samples = calloc(GPUSIM_MAX_PROCS, sizeof(*samples));
   if (!samples)
     return NVML_ERROR_MEMORY;
