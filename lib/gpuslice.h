@@ -9,6 +9,7 @@
 #include "gs-log.h"
 #include "gs-quantity.h"
 #include "gs-paths.h"
+#include "gs-driver.h"
 #include "gs-env.h"
 #include "gs-xalloc.h"
 #include "gs-proc.h"

@@ -1,7 +1,11 @@
 /* Simulated NVML: initialization and shutdown (reference-counted, as in the real library),
- * error strings, and the system-wide queries (driver, NVML and CUDA versions).
+ * error strings, and the system-wide queries (driver, NVML and CUDA versions). Also the one
+ * export of the simulator's own, gpusim_spec_check, which gpuslice's driver seam
+ * (lib/gs-driver.h) looks up at run time to check GPUSLICE_SIM without linking the simulator.
  * Device queries live in nvml-device.c, nvml-util.c and nvml-sensors.c. */
 #include "nvml-internal.h"
+
+#include "gs-driver.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -59,6 +63,15 @@ nvmlReturn_t gpusim_nvml_copy_str(char *buf, unsigned int len, const char *s)
 {
   int n = snprintf(buf, len, "%s", s);
   return n >= 0 && (unsigned) n < len ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
+}
+
+/* The type is the seam's, so that a change on either side fails to compile here. */
+GPUSIM_API gs_driver_spec_check_fn gpusim_spec_check;
+
+int gpusim_spec_check(const char *spec, char *err, size_t errlen)
+{
+  int dev[GPUSIM_MAX_DEVICES];
+  return gpusim_spec_parse(spec, dev, err, errlen);
 }
 
 /* Maps the shared state. A missing GPUSLICE_SIM is the simulator's "no driver"; anything
