@@ -8,7 +8,6 @@
 #include "cli.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -97,29 +96,35 @@ static int parse_options(int argc, char **argv, double *seconds)
   return -1;
 }
 
-/* Chooses the GPU: the user's GPUSLICE_SIM, else a real driver, else a simulated H100. The
- * tenants' ledgers, and the simulator's state when the demo picks the simulator, go in a
- * fresh directory (*state_dir, removed at the end), so demos never meet other tenants. */
-static int choose_device(char **state_dir, gs_error_t *err)
+/* Chooses the GPU: the user's GPUSLICE_SIM, else a real driver, else a simulated H100
+ * (lib/gs-driver.h decides). The tenants' ledgers, and the simulator's state when the demo
+ * picks the simulator, go in a fresh directory (*state_dir, removed at the end), so demos
+ * never meet other tenants. */
+static int choose_device(const struct gs_paths *paths, char **state_dir, gs_error_t *err)
 {
+  struct gs_driver drv;
   char dir[] = "/tmp/gpuslice-demo-XXXXXX";
   if (!mkdtemp(dir))
     return gs_make_error(err, errno, "creating a directory for the demo's state");
   *state_dir = xstrdup(dir);
   setenv("GPUSLICE_STATE_DIR", dir, 1);
-  if (gs_getenv_nonempty("GPUSLICE_SIM")) {
-    printf("Using the simulated GPU set in GPUSLICE_SIM (%s).\n", gs_getenv("GPUSLICE_SIM"));
-    return 0;
-  }
-  void *driver = dlopen("libcuda.so.1", RTLD_LAZY);
-  if (driver) {
-    dlclose(driver);
+  if (gs_driver_find(&drv, paths, SIM_SPEC, err) < 0)
+    return -1;
+  switch (drv.source) {
+  case GS_DRIVER_SIM:
+    printf("Using the simulated GPU set in GPUSLICE_SIM (%s).\n", drv.spec);
+    break;
+  case GS_DRIVER_SYSTEM:
     printf("Using the NVIDIA driver on this machine.\n");
-    return 0;
+    break;
+  case GS_DRIVER_SIM_FALLBACK:
+    /* The tenants' `gpuslice run` follow GPUSLICE_SIM to the simulator. */
+    setenv("GPUSLICE_SIM", drv.spec, 1);
+    setenv("GPUSIM_STATE_DIR", dir, 1);
+    printf("No NVIDIA driver found: using a simulated H100 80GB (GPUSLICE_SIM=%s).\n", drv.spec);
+    break;
   }
-  setenv("GPUSLICE_SIM", SIM_SPEC, 1);
-  setenv("GPUSIM_STATE_DIR", dir, 1);
-  printf("No NVIDIA driver found: using a simulated H100 80GB (GPUSLICE_SIM=%s).\n", SIM_SPEC);
+  gs_driver_release(&drv);
   return 0;
 }
 
@@ -433,7 +438,7 @@ static int demo(double seconds)
     return cli_fail("demo", &err);
   if (access(paths.workload, X_OK) < 0) {
     gs_make_error(&err, errno, "workload program '%s'", paths.workload);
-  } else if (choose_device(&state_dir, &err) == 0) {
+  } else if (choose_device(&paths, &state_dir, &err) == 0) {
     fflush(stdout);
     if (run_tenants(&paths, seconds, &err) == 0) {
       rc = CLI_OK;

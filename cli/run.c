@@ -19,7 +19,6 @@
 
 #include "run-register.h"
 #include "run-tenant.h"
-#include "sim-models.h"
 
 static const char run_usage[] =
   "Usage: gpuslice run [OPTIONS] [--] COMMAND [ARGS...]\n"
@@ -127,17 +126,6 @@ static int parse_options(int argc, char **argv, struct run_tenant *t)
   return -1;
 }
 
-/* Rejects a bad GPUSLICE_SIM before anything starts, so that the user sees one clear line
- * instead of every process of the workload failing on its own. */
-static int check_sim_spec(const char *spec)
-{
-  int dev[GPUSIM_MAX_DEVICES];
-  char msg[256];
-  if (gpusim_spec_parse(spec, dev, msg, sizeof(msg)) < 0)
-    return cli_usage_error("run", "%s", msg);
-  return -1;
-}
-
 /* Puts value first in the path list `name`, unless it is first already (nested runs). */
 static void env_prepend(const char *name, const char *value)
 {
@@ -171,32 +159,43 @@ static void relax_asan_link_order(void)
 #endif
 }
 
-static int setup_environment(const char *sim_spec, gs_error_t *err)
+/* Sets the environment COMMAND inherits: the interposer, and the simulated driver when
+ * GPUSLICE_SIM asks for it (lib/gs-driver.h decides). A bad device list is rejected here,
+ * before anything starts, so that the user sees one clear line instead of every process of
+ * the workload failing on its own: GS_DRIVER_BAD_SPEC. Returns 0, or < 0 with err. */
+static int setup_environment(gs_error_t *err)
 {
   struct gs_paths paths;
-  _cleanup_free_ char *simcuda = NULL;
+  struct gs_driver drv;
+  int r;
 
   if (gs_paths_find(&paths, "/proc/self/exe", err) < 0)
     return -1;
-  if (access(paths.preload, R_OK) < 0) {
-    gs_make_error(err, errno, "interposer '%s'", paths.preload);
-    goto fail;
+  if ((r = gs_driver_find(&drv, &paths, NULL, err)) < 0) {
+    gs_paths_release(&paths);
+    return r;
   }
-  if (sim_spec) {
-    xasprintf(&simcuda, "%s/libcuda.so.1", paths.simdir);
-    if (access(simcuda, R_OK) < 0) {
-      gs_make_error(err, errno, "simulated driver '%s'", simcuda);
-      goto fail;
-    }
-    env_prepend("LD_LIBRARY_PATH", paths.simdir);
+  if ((r = gs_driver_check(&drv, err)) == 0 && access(paths.preload, R_OK) < 0)
+    r = gs_make_error(err, errno, "interposer '%s'", paths.preload);
+  if (r == 0) {
+    if (drv.libdir)
+      env_prepend("LD_LIBRARY_PATH", drv.libdir);
+    env_prepend("LD_PRELOAD", paths.preload);
+    relax_asan_link_order();
   }
-  env_prepend("LD_PRELOAD", paths.preload);
-  relax_asan_link_order();
+  gs_driver_release(&drv);
   gs_paths_release(&paths);
-  return 0;
-fail:
-  gs_paths_release(&paths);
-  return -1;
+  return r;
+}
+
+/* A failed setup_environment: a bad device list is a usage error, anything else a failure. */
+static int setup_failed(int r, gs_error_t *err)
+{
+  if (r != GS_DRIVER_BAD_SPEC)
+    return cli_fail("run", err);
+  r = cli_usage_error("run", "%s", (*err)->msg);
+  gs_error_release(err);
+  return r;
 }
 
 static void install_forwarding(void)
@@ -277,11 +276,8 @@ int cli_run(int argc, char **argv)
   if (r >= 0)
     return r;
 
-  const char *sim = gs_getenv_nonempty("GPUSLICE_SIM");
-  if (sim && (r = check_sim_spec(sim)) >= 0)
-    return r;
-  if (setup_environment(sim, &err) < 0)
-    return cli_fail("run", &err);
+  if ((r = setup_environment(&err)) < 0)
+    return setup_failed(r, &err);
   if (run_tenant_create(&tenant, &err) < 0)
     return cli_fail("run", &err);
   if (run_register(&tenant, &err) < 0) {

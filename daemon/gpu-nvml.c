@@ -1,8 +1,8 @@
 /* GPU discovery and readings through NVML, loaded at run time with dlopen: the daemon has
  * no link-time dependency on the driver, and says in one line when there is none. With
- * GPUSLICE_SIM set it loads the simulated libnvidia-ml.so.1 from <libdir>/sim instead, the
- * library `gpuslice run` puts on its commands' LD_LIBRARY_PATH (the loader's path is fixed at
- * start, so the daemon names the file rather than changing the variable).
+ * GPUSLICE_SIM set it loads the simulated libnvidia-ml.so.1 instead, the library `gpuslice
+ * run` puts on its commands' LD_LIBRARY_PATH; lib/gs-driver.h decides both (the loader's path
+ * is fixed at start, so the daemon names the file rather than changing the variable).
  *
  * Functions are resolved once into a table (abi/gs-nvml.h declares them). The process list
  * comes from the newest nvmlDeviceGetComputeRunningProcesses the library exports, each
@@ -73,16 +73,19 @@ static const struct sym {
 _Static_assert(sizeof(syms) / sizeof(syms[0]) == sizeof(struct nvml_fns) / sizeof(void (*)(void)),
                "one symbol per table entry");
 
-/* The library to load: the simulated one when GPUSLICE_SIM is set, else the system's. */
+/* The library to load, as lib/gs-driver.h decides: the simulated one when GPUSLICE_SIM is
+ * set (after checking its device list, so that a bad one is said in one line), else the
+ * system's. */
 static char *library_path(gs_error_t *err)
 {
   struct gs_paths paths;
+  struct gs_driver drv;
   char *path = NULL;
-  if (!gs_getenv_nonempty("GPUSLICE_SIM"))
-    return xstrdup("libnvidia-ml.so.1");
   if (gs_paths_find(&paths, "/proc/self/exe", err) < 0)
     return NULL;
-  xasprintf(&path, "%s/libnvidia-ml.so.1", paths.simdir);
+  if (gs_driver_find(&drv, &paths, NULL, err) == 0 && gs_driver_check(&drv, err) == 0)
+    path = xstrdup(drv.nvml);
+  gs_driver_release(&drv);
   gs_paths_release(&paths);
   return path;
 }

@@ -4,9 +4,9 @@
  *   <prefix>/bin/gpuslice              the CLI (found through /proc/self/exe)
  *   <prefix>/bin/gpusim-workload       the workload program of the demo and the tests
  *   <libdir>/libgpuslice.so            the interposer; libdir is <prefix>/lib
- *   <libdir>/sim/                      the simulated NVIDIA driver
  *
- * GPUSLICE_LIBDIR, when set, replaces <prefix>/lib. */
+ * GPUSLICE_LIBDIR, when set, replaces <prefix>/lib. Where the NVIDIA driver comes from (the
+ * system's, or the simulated one under libdir) is not the layout's business: gs-driver.h. */
 #ifndef GS_PATHS_H
 #define GS_PATHS_H
 
@@ -17,7 +17,6 @@ struct gs_paths {
   char *bindir;   /* <prefix>/bin: the executable's directory */
   char *libdir;   /* GPUSLICE_LIBDIR or <prefix>/lib */
   char *preload;  /* <libdir>/libgpuslice.so */
-  char *simdir;   /* <libdir>/sim */
   char *workload; /* <bindir>/gpusim-workload */
 };
 

@@ -40,11 +40,10 @@ int gs_paths_find(struct gs_paths *p, const char *exe_path, gs_error_t *err)
     p->libdir = env ? strdup(env) : join(prefix, "lib");
   if (p->libdir) {
     p->preload = join(p->libdir, "libgpuslice.so");
-    p->simdir = join(p->libdir, "sim");
     p->workload = join(p->bindir, "gpusim-workload");
   }
   free(prefix);
-  if (!p->preload || !p->simdir || !p->workload) {
+  if (!p->preload || !p->workload) {
     gs_paths_release(p);
     return gs_make_error(err, ENOMEM, "finding the install layout");
   }
@@ -57,7 +56,6 @@ void gs_paths_release(struct gs_paths *p)
   free(p->bindir);
   free(p->libdir);
   free(p->preload);
-  free(p->simdir);
   free(p->workload);
   memset(p, 0, sizeof(*p));
 }

@@ -62,7 +62,6 @@ static void test_paths_follow_the_executable(void **state)
   expect_path(p.bindir, "/bin");
   expect_path(p.libdir, "/lib");
   expect_path(p.preload, "/lib/libgpuslice.so");
-  expect_path(p.simdir, "/lib/sim");
   expect_path(p.workload, "/bin/gpusim-workload");
   gs_paths_release(&p);
 }
@@ -76,7 +75,6 @@ static void test_paths_libdir_from_env(void **state)
   assert_int_equal(gs_paths_find(&p, exe, &err), 0);
   assert_string_equal(p.libdir, "/opt/gs/lib64");
   assert_string_equal(p.preload, "/opt/gs/lib64/libgpuslice.so");
-  assert_string_equal(p.simdir, "/opt/gs/lib64/sim");
   expect_path(p.workload, "/bin/gpusim-workload");
   gs_paths_release(&p);
   unsetenv("GPUSLICE_LIBDIR");
