@@ -141,4 +141,56 @@ uint32_t gs_ledger_priority(const struct gs_ledger *l);
 /* Gives back the memory of the tenant's processes that have died. Returns how many. */
 int gs_ledger_reap(struct gs_ledger *l);
 
+/* ---- reading and writing a ledger from outside the tenant (ledger-read.c) ----
+ *
+ * The ledger belongs to the tenant, who may truncate or rewrite it at any time: a reader
+ * outside the tenant (the node daemon) therefore never maps it (a mapping of a truncated
+ * file would kill the reader with SIGBUS). These calls read it with pread into a copy in
+ * plain fields, checking the header, and write only the limit fields the daemon mirrors. */
+
+/* Compute limits in plain fields; the meanings are those of struct gs_ledger_compute. */
+struct gs_compute_limits {
+  uint32_t limit_ppm, policy, priority, slice_ms;
+};
+
+/* One GPU of a ledger copy; the meanings are those of struct gs_ledger_gpu. */
+struct gs_ledger_copy_gpu {
+  uint64_t limit_bytes;
+  uint32_t limit_ppm;
+  uint64_t used_bytes, peak_bytes, gpu_ns, throttled_ns;
+  uint32_t share_ppm;
+};
+
+/* What a ledger said when it was read: everything but the process slots. */
+struct gs_ledger_copy {
+  char name[GS_LEDGER_NAME_MAX];
+  char labels[GS_LEDGER_LABELS_MAX];
+  uid_t owner_uid;                  /* the file's owner */
+  pid_t owner_pid;
+  uint64_t owner_start_time;
+  uint64_t created_unix_ns;         /* names this instance of the tenant */
+  uint64_t context_reserve_bytes;
+  struct gs_compute_limits compute;
+  struct gs_ledger_copy_gpu gpu[GS_LEDGER_MAX_GPUS];
+};
+
+/* Opens dir/tenants/name for gs_ledger_read_fd: read-only, following no link, never
+ * blocking. Returns the descriptor (close it), or -1 with err. */
+int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err);
+/* Reads the ledger open on fd into *out with one pread. Checks that it is a regular file,
+ * owned by uid unless uid is (uid_t) -1, and its magic, version and size. `what` names it
+ * in messages. Returns 0, or -1 with err. */
+int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out, gs_error_t *err);
+/* gs_ledger_read_open, gs_ledger_read_fd and close, for one reading. */
+int gs_ledger_read_copy(const char *dir, const char *name, uid_t uid, struct gs_ledger_copy *out,
+                        gs_error_t *err);
+
+struct gs_limits;
+/* Writes the limits of lim (memory in bytes, compute limit, policy and priority) into the
+ * ledger dir/tenants/name, for the tenant's processes that started before the daemon wrote
+ * lim; only when the ledger is the instance created at created_unix_ns and owned by uid.
+ * Returns 0, or -1 with err (also for another instance or owner). */
+int gs_ledger_write_limits(const char *dir, const char *name, uid_t uid, uint64_t created_unix_ns,
+                           const struct gs_limits *lim, gs_error_t *err);
+
 #endif

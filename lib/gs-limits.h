@@ -60,6 +60,26 @@ int gs_limits_open(const char *dir, const char *name, bool writable, struct gs_l
 void gs_limits_close(struct gs_limits *lim);
 int gs_limits_remove(const char *dir, const char *name, gs_error_t *err);
 
+/* ---- the daemon's writes ---- */
+
+/* The limit in bytes that a limit of ppm millionths (when not 0) of a device of total bytes
+ * comes to: bytes itself when ppm is 0; GS_LIMIT_NONE when the device's size is unknown (0). */
+uint64_t gs_limit_resolve(uint64_t bytes, uint32_t ppm, uint64_t total);
+
+/* Starts the contents of a limits file, in memory, for the tenant whose ledger was read into
+ * l from ledger_dir: its identity, its labels (labels, or the ledger's when NULL), registered
+ * now, with no memory limit and the ledger's compute limits. Change what differs with the
+ * calls below, then write it with gs_limits_create. */
+void gs_limits_init(struct gs_limits *lim, const struct gs_ledger_copy *l, const char *ledger_dir,
+                    const char *labels);
+/* Sets gpu's memory limit: bytes, or ppm (when not 0) of the GPU's total bytes (0: unknown). */
+void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t ppm, uint64_t total);
+/* Sets the compute limits that are not NULL. */
+void gs_limits_set_compute(struct gs_limits *lim, const uint32_t *ppm, const uint32_t *policy,
+                           const uint32_t *priority, const uint32_t *slice_ms);
+/* Ends a change made with the calls above in a mapped file: bumps generation. */
+void gs_limits_changed(struct gs_limits *lim);
+
 /* True when lim is about the tenant of ledger l (same name and instance) and owned by uid. */
 bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid_t uid);
 
