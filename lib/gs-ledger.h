@@ -15,6 +15,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -80,6 +81,38 @@ struct gs_ledger {
   struct gs_ledger_gpu gpu[GS_LEDGER_MAX_GPUS];
   struct gs_ledger_proc proc[GS_LEDGER_MAX_PROCS];
 };
+
+/* The ledger's layout, pinned: every process of a running tenant, the daemon's reader
+ * (ledger-read.c) and tests/integration/compute_util.py read these offsets. A change here
+ * forces a bump of GS_LEDGER_VERSION (and of docs/tenant-ledger.md). gs_ledger_compute is
+ * also part of the limits file (gs-limits.h): a change to it bumps GS_LIMITS_VERSION too. */
+_Static_assert(sizeof(struct gs_ledger_gpu) == 56, "gs_ledger_gpu changed: bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_gpu, limit_ppm) == 8, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_gpu, used_bytes) == 16, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_gpu, peak_bytes) == 24, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_gpu, gpu_ns) == 32, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_gpu, throttled_ns) == 40, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_gpu, share_ppm) == 48, "bump GS_LEDGER_VERSION");
+_Static_assert(sizeof(struct gs_ledger_compute) == 16, "gs_ledger_compute changed: bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_compute, policy) == 4, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_compute, priority) == 8, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_compute, slice_ms) == 12, "bump GS_LEDGER_VERSION");
+_Static_assert(sizeof(struct gs_ledger_proc) == 144, "gs_ledger_proc changed: bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_proc, pid) == 4, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_proc, start_time) == 8, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_proc, used) == 16, "bump GS_LEDGER_VERSION");
+_Static_assert(sizeof(struct gs_ledger) == 149504, "gs_ledger changed: bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, version) == 8, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, size) == 12, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, name) == 16, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, labels) == 80, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, owner_pid) == 1104, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, owner_start_time) == 1112, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, created_unix_ns) == 1120, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, context_reserve_bytes) == 1128, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, compute) == 1136, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, gpu) == 1152, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, proc) == 2048, "bump GS_LEDGER_VERSION");
 
 /* What a new tenant starts with. */
 struct gs_ledger_spec {

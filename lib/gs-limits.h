@@ -16,6 +16,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -45,6 +46,25 @@ struct gs_limits {
   _Atomic uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];   /* what was asked when it was a percentage; 0 otherwise */
   struct gs_ledger_compute compute;                  /* limit_ppm (0: none), policy, priority, slice_ms */
 };
+
+/* The limits file's layout, pinned: the daemon writes it and every tenant's interposer maps
+ * it, possibly built from another version. A change here forces a bump of GS_LIMITS_VERSION.
+ * (gs_ledger_compute is pinned in gs-ledger.h.) */
+_Static_assert(sizeof(struct gs_limits) == 2376, "gs_limits changed: bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, version) == 8, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, size) == 12, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, name) == 16, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, uid) == 80, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, owner_pid) == 84, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, owner_start_time) == 88, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, ledger_created_unix_ns) == 96, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, registered_unix_ns) == 104, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, ledger_dir) == 112, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, labels) == 1136, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, generation) == 2160, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, limit_bytes) == 2168, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, limit_ppm) == 2296, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, compute) == 2360, "bump GS_LIMITS_VERSION");
 
 /* <dir>/limits/<name>. Returns 0, or -1 with err for a bad name or a path too long. */
 int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err);
