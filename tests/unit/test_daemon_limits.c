@@ -208,6 +208,15 @@ static void test_limits_of_another_instance_are_not_found(void **state)
   gs_ledger_remove(dir, "instance", NULL);
 }
 
+/* Removes what a test made for the tenant name: its limits file (closing rw) and its ledger. */
+static void end_tenant(const char *name, struct gs_ledger *l, struct gs_limits *rw)
+{
+  gs_limits_close(rw);
+  gs_limits_remove(dir, name, NULL);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, name, NULL);
+}
+
 static void test_limit_resolve_turns_a_share_into_bytes(void **state)
 {
   (void) state;
@@ -253,10 +262,7 @@ static void test_limits_init_from_a_ledger_copy_names_the_tenant(void **state)
   assert_int_equal(gs_limits_find(dir, l, &ro), 1);
   assert_int_equal(atomic_load(&ro->limit_bytes[0]), 4 * 1024 * MIB);
   gs_limits_close(ro);
-  gs_limits_close(rw);
-  gs_limits_remove(dir, "fromcopy", NULL);
-  gs_ledger_detach(l);
-  gs_ledger_remove(dir, "fromcopy", NULL);
+  end_tenant("fromcopy", l, rw);
 }
 
 static void test_limits_changes_touch_only_what_is_given(void **state)
@@ -273,10 +279,7 @@ static void test_limits_changes_touch_only_what_is_given(void **state)
   assert_int_equal(atomic_load(&rw->compute.priority), GS_PRIO_HIGH);
   assert_int_equal(atomic_load(&rw->compute.slice_ms), 5);
   assert_int_equal(atomic_load(&rw->generation), gen + 1);
-  gs_limits_close(rw);
-  gs_limits_remove(dir, "changes", NULL);
-  gs_ledger_detach(l);
-  gs_ledger_remove(dir, "changes", NULL);
+  end_tenant("changes", l, rw);
 }
 
 static void test_daemon_paths_follow_the_environment(void **state)
