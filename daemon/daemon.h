@@ -6,7 +6,7 @@
  *   config.c        the settings table: defaults, config file, environment, flags, --help
  *   gpu-nvml.c      NVML loaded at run time: discovery and per-GPU samples
  *   registry.c      the tenants: registering, adopting, limits files, ending
- *   tenant-read.c   reading a tenant's ledger without mapping it
+ *   tenant-read.c   sampling a tenant's ledger, mirroring limits into it, its owner's end
  *   sampler.c       one sample: the node snapshot and the usage ledger's interval rows
  *   ledger-db.c     the SQLite usage ledger; ledger-schema.c its schema and migrations;
  *                   ledger-usage.c the usage report read from it
@@ -102,19 +102,12 @@ struct registry {
   struct tenant **v;
   int n, cap;
   const char *state_dir;
-  struct gs_ledger *scratch; /* where sampling reads ledgers; only the part before proc[] is used */
 };
 
-/* Reads the header and per-GPU part of dir/tenants/name (everything before the process
- * slots, which stay unset) into a new buffer, *out (free it), with pread: a tenant can
- * truncate or rewrite its ledger at any time, which must never crash the daemon (a mapping
- * would SIGBUS). Checks magic, version and size, and, when uid is not (uid_t) -1, that the
- * file belongs to uid. Returns 0, or -1 with err. owner_uid gets the file's owner. */
-int tenant_read_ledger(const char *dir, const char *name, uid_t uid, struct gs_ledger **out, uid_t *owner_uid,
-                       gs_error_t *err);
-/* Reads the tenant's ledger into buf as tenant_read_ledger does, through t->ledger_fd (opened
- * at the first call): sampling costs one pread per tenant, not a path lookup. */
-int tenant_reread(struct tenant *t, struct gs_ledger *buf);
+/* Reads the tenant's ledger into buf (gs_ledger_read_fd: with pread, never mapped, owned by
+ * t->uid) through t->ledger_fd, opened at the first call: sampling costs one pread per
+ * tenant, not a path lookup. Returns 0, or -1. */
+int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf);
 /* True while the tenant's owner runs: a poll of a pidfd, checked against the owner's start
  * time once when it is opened. */
 bool tenant_owner_alive(struct tenant *t);

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 void registry_init(struct registry *r, const char *state_dir)
@@ -38,7 +37,6 @@ void registry_release(struct registry *r)
   for (int i = 0; i < r->n; i++)
     tenant_free(r->v[i]);
   free(r->v);
-  free(r->scratch);
   memset(r, 0, sizeof(*r));
 }
 
@@ -69,69 +67,44 @@ static void user_name(uid_t uid, char *buf, size_t len)
     snprintf(buf, len, "%u", (unsigned) uid);
 }
 
-static uint64_t now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
 /* A new tenant from its ledger: identity and labels. */
-static struct tenant *tenant_new(const struct gs_ledger *l, const char *dir, uid_t owner)
+static struct tenant *tenant_new(const struct gs_ledger_copy *l, const char *dir)
 {
   struct tenant *t = xcalloc(1, sizeof(*t));
-  snprintf(t->name, sizeof(t->name), "%.*s", (int) sizeof(l->name) - 1, l->name);
-  t->uid = owner;
-  user_name(owner, t->user, sizeof(t->user));
+  snprintf(t->name, sizeof(t->name), "%s", l->name);
+  t->uid = l->owner_uid;
+  user_name(t->uid, t->user, sizeof(t->user));
   t->owner_pid = l->owner_pid;
   t->owner_start_time = l->owner_start_time;
   t->created_unix_ns = l->created_unix_ns;
   snprintf(t->ledger_dir, sizeof(t->ledger_dir), "%s", dir);
-  snprintf(t->labels, sizeof(t->labels), "%.*s", (int) sizeof(l->labels) - 1, l->labels);
+  snprintf(t->labels, sizeof(t->labels), "%s", l->labels);
   t->exit_status = -1;
   t->ledger_fd = -1;
   t->pidfd = -1;
   return t;
 }
 
-static uint64_t resolve_bytes(uint64_t bytes, uint32_t ppm, int g, const uint64_t *totals, int ngpus)
+static uint64_t gpu_total(int g, const uint64_t *totals, int ngpus)
 {
-  if (!ppm)
-    return bytes;
-  if (g >= ngpus || !totals[g])
-    return GS_LIMIT_NONE;
-  return (uint64_t) ((unsigned __int128) totals[g] * ppm / 1000000u);
+  return g < ngpus ? totals[g] : 0;
 }
 
-/* The limits file's first contents: the identity of t and the limits asked for. */
-static void limits_fill(struct gs_limits *lim, const struct tenant *t, const uint64_t *bytes, const uint32_t *ppm,
-                        const struct gs_ledger_compute *c, const uint64_t *totals, int ngpus)
+/* The limits file's first contents: the identity of t, with the limits req asks for, or the
+ * ledger's own when req is NULL. */
+static void limits_fill(struct gs_limits *lim, const struct tenant *t, const struct gs_ledger_copy *l,
+                        const struct tenant_request *req, const uint64_t *totals, int ngpus)
 {
-  memset(lim, 0, sizeof(*lim));
-  snprintf(lim->name, sizeof(lim->name), "%s", t->name);
-  lim->uid = (uint32_t) t->uid;
-  lim->owner_pid = t->owner_pid;
-  lim->owner_start_time = t->owner_start_time;
-  lim->ledger_created_unix_ns = t->created_unix_ns;
-  lim->registered_unix_ns = now_ns();
-  snprintf(lim->ledger_dir, sizeof(lim->ledger_dir), "%s", t->ledger_dir);
-  snprintf(lim->labels, sizeof(lim->labels), "%s", t->labels);
+  gs_limits_init(lim, l, t->ledger_dir, t->labels);
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
-    atomic_init(&lim->limit_bytes[g], resolve_bytes(bytes[g], ppm[g], g, totals, ngpus));
-    atomic_init(&lim->limit_ppm[g], ppm[g]);
+    uint64_t bytes = req ? req->limit_bytes[g] : l->gpu[g].limit_bytes;
+    uint32_t ppm = req ? req->limit_ppm[g] : l->gpu[g].limit_ppm;
+    gs_limits_set_vram(lim, g, bytes, ppm, gpu_total(g, totals, ngpus));
   }
-  atomic_init(&lim->compute.limit_ppm, atomic_load(&c->limit_ppm));
-  atomic_init(&lim->compute.policy, atomic_load(&c->policy));
-  atomic_init(&lim->compute.priority, atomic_load(&c->priority));
-  atomic_init(&lim->compute.slice_ms, atomic_load(&c->slice_ms));
-}
-
-/* The limits the ledger was created with. */
-static void ledger_limits(const struct gs_ledger *l, uint64_t *bytes, uint32_t *ppm)
-{
-  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
-    ppm[g] = atomic_load(&l->gpu[g].limit_ppm);
-    bytes[g] = atomic_load(&l->gpu[g].limit_bytes);
+  if (req) {
+    struct gs_compute_limits c = { atomic_load(&req->compute.limit_ppm), atomic_load(&req->compute.policy),
+                                   atomic_load(&req->compute.priority), atomic_load(&req->compute.slice_ms) };
+    gs_limits_set_compute(lim, &c.limit_ppm, &c.policy, &c.priority, &c.slice_ms);
   }
 }
 
@@ -146,33 +119,24 @@ static int tenant_write_limits(struct registry *r, struct tenant *t, const struc
 struct tenant *registry_add(struct registry *r, const struct tenant_request *req, uid_t caller, bool admin,
                             const uint64_t *gpu_totals, int ngpus, int *status, gs_error_t *err)
 {
-  _cleanup_free_ struct gs_ledger *l = NULL;
+  struct gs_ledger_copy l;
   struct gs_limits init;
-  uint64_t bytes[GS_LEDGER_MAX_GPUS];
-  uint32_t ppm[GS_LEDGER_MAX_GPUS];
-  uid_t owner;
   const char *dir = req->ledger_dir ? req->ledger_dir : r->state_dir;
   (void) admin;
 
   *status = 404;
   /* Only root may register a ledger that is not the caller's own. */
-  if (tenant_read_ledger(dir, req->name, caller == 0 ? (uid_t) -1 : caller, &l, &owner, err) < 0)
+  if (gs_ledger_read_copy(dir, req->name, caller == 0 ? (uid_t) -1 : caller, &l, err) < 0)
     return NULL;
   *status = 409;
-  if (!gs_proc_alive(l->owner_pid, l->owner_start_time)) {
+  if (!gs_proc_alive(l.owner_pid, l.owner_start_time)) {
     gs_make_error(err, 0, "tenant '%s' has ended", req->name);
     return NULL;
   }
-  struct tenant *t = tenant_new(l, dir, owner);
+  struct tenant *t = tenant_new(&l, dir);
   if (req->labels)
     snprintf(t->labels, sizeof(t->labels), "%s", req->labels);
-  if (req->limits_given) {
-    memcpy(bytes, req->limit_bytes, sizeof(bytes));
-    memcpy(ppm, req->limit_ppm, sizeof(ppm));
-  } else {
-    ledger_limits(l, bytes, ppm);
-  }
-  limits_fill(&init, t, bytes, ppm, req->limits_given ? &req->compute : &l->compute, gpu_totals, ngpus);
+  limits_fill(&init, t, &l, req->limits_given ? req : NULL, gpu_totals, ngpus);
   *status = 500;
   if (tenant_write_limits(r, t, &init, err) < 0) {
     tenant_free(t);
@@ -205,14 +169,14 @@ void registry_remove(struct registry *r, struct tenant *t)
 static int adopt_limits_file(struct registry *r, const char *name)
 {
   struct gs_limits *lim = NULL;
-  _cleanup_free_ struct gs_ledger *l = NULL;
+  struct gs_ledger_copy l;
   gs_error_t err = NULL;
   if (registry_find(r, name) || gs_limits_open(r->state_dir, name, true, &lim, &err) < 0) {
     gs_error_release(&err);
     return 0;
   }
-  bool live = tenant_read_ledger(lim->ledger_dir, name, lim->uid, &l, NULL, &err) == 0 &&
-              l->created_unix_ns == lim->ledger_created_unix_ns &&
+  bool live = gs_ledger_read_copy(lim->ledger_dir, name, lim->uid, &l, &err) == 0 &&
+              l.created_unix_ns == lim->ledger_created_unix_ns &&
               gs_proc_alive(lim->owner_pid, lim->owner_start_time);
   gs_error_release(&err);
   if (!live) {
@@ -220,7 +184,7 @@ static int adopt_limits_file(struct registry *r, const char *name)
     gs_limits_remove(r->state_dir, name, NULL);
     return 0;
   }
-  struct tenant *t = tenant_new(l, lim->ledger_dir, lim->uid);
+  struct tenant *t = tenant_new(&l, lim->ledger_dir);
   snprintf(t->labels, sizeof(t->labels), "%s", lim->labels);
   t->limits = lim;
   append(r, t);
@@ -231,21 +195,17 @@ static int adopt_limits_file(struct registry *r, const char *name)
 /* A live ledger in the state dir that the daemon does not know. */
 static int adopt_ledger(struct registry *r, const char *name, const uint64_t *totals, int ngpus)
 {
-  _cleanup_free_ struct gs_ledger *l = NULL;
+  struct gs_ledger_copy l;
   struct gs_limits init;
-  uint64_t bytes[GS_LEDGER_MAX_GPUS];
-  uint32_t ppm[GS_LEDGER_MAX_GPUS];
-  uid_t owner;
   gs_error_t err = NULL;
-  if (registry_find(r, name) || tenant_read_ledger(r->state_dir, name, (uid_t) -1, &l, &owner, &err) < 0) {
+  if (registry_find(r, name) || gs_ledger_read_copy(r->state_dir, name, (uid_t) -1, &l, &err) < 0) {
     gs_error_release(&err);
     return 0;
   }
-  if (!gs_proc_alive(l->owner_pid, l->owner_start_time))
+  if (!gs_proc_alive(l.owner_pid, l.owner_start_time))
     return 0;
-  struct tenant *t = tenant_new(l, r->state_dir, owner);
-  ledger_limits(l, bytes, ppm);
-  limits_fill(&init, t, bytes, ppm, &l->compute, totals, ngpus);
+  struct tenant *t = tenant_new(&l, r->state_dir);
+  limits_fill(&init, t, &l, NULL, totals, ngpus);
   if (tenant_write_limits(r, t, &init, &err) < 0) {
     GS_LOG(GS_LOG_WARN, "tenant '%s': %s", name, err->msg);
     gs_error_release(&err);
@@ -288,7 +248,7 @@ int registry_adopt(struct registry *r, const uint64_t *gpu_totals, int ngpus)
 
 static void limits_changed(struct tenant *t)
 {
-  atomic_fetch_add(&t->limits->generation, 1);
+  gs_limits_changed(t->limits);
   tenant_mirror_limits(t);
 }
 
@@ -298,35 +258,30 @@ void registry_set_vram(struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm, 
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
     if (gpu >= 0 && g != gpu)
       continue;
-    atomic_store(&t->limits->limit_ppm[g], ppm);
-    atomic_store(&t->limits->limit_bytes[g], resolve_bytes(bytes, ppm, g, gpu_totals, ngpus));
+    gs_limits_set_vram(t->limits, g, bytes, ppm, gpu_total(g, gpu_totals, ngpus));
   }
   limits_changed(t);
 }
 
 void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t *policy, const uint32_t *priority)
 {
-  if (ppm)
-    atomic_store(&t->limits->compute.limit_ppm, *ppm);
-  if (policy)
-    atomic_store(&t->limits->compute.policy, *policy);
-  if (priority)
-    atomic_store(&t->limits->compute.priority, *priority);
+  gs_limits_set_compute(t->limits, ppm, policy, priority, NULL);
   limits_changed(t);
 }
 
 /* Reads the tenant's ledger into t->gpu; false when the tenant has ended. */
-static bool tenant_sample(struct tenant *t, struct gs_ledger *l)
+static bool tenant_sample(struct tenant *t)
 {
-  if (!tenant_owner_alive(t) || tenant_reread(t, l) < 0 || l->created_unix_ns != t->created_unix_ns)
+  struct gs_ledger_copy l;
+  if (!tenant_owner_alive(t) || tenant_reread(t, &l) < 0 || l.created_unix_ns != t->created_unix_ns)
     return false;
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
     struct tenant_gpu *tg = &t->gpu[g];
-    tg->used_bytes = atomic_load(&l->gpu[g].used_bytes);
-    tg->peak_bytes = atomic_load(&l->gpu[g].peak_bytes);
-    tg->gpu_ns = atomic_load(&l->gpu[g].gpu_ns);
-    tg->throttled_ns = atomic_load(&l->gpu[g].throttled_ns);
-    tg->share_ppm = atomic_load(&l->gpu[g].share_ppm);
+    tg->used_bytes = l.gpu[g].used_bytes;
+    tg->peak_bytes = l.gpu[g].peak_bytes;
+    tg->gpu_ns = l.gpu[g].gpu_ns;
+    tg->throttled_ns = l.gpu[g].throttled_ns;
+    tg->share_ppm = l.gpu[g].share_ppm;
   }
   t->sampled = true;
   return true;
@@ -334,9 +289,7 @@ static bool tenant_sample(struct tenant *t, struct gs_ledger *l)
 
 void registry_sample(struct registry *r)
 {
-  if (!r->scratch)
-    r->scratch = xmalloc(sizeof(*r->scratch));
   for (int i = 0; i < r->n; i++)
-    if (!r->v[i]->exited && !tenant_sample(r->v[i], r->scratch))
+    if (!r->v[i]->exited && !tenant_sample(r->v[i]))
       r->v[i]->exited = true;
 }

@@ -1,17 +1,12 @@
-/* The compute board's file: creating or mapping <dir>/gpus/<uuid>, and claiming a tenant's
- * row in it. The scheduling rules that read the rows are in compute-sched.c. */
+/* The compute board's file: creating or mapping <dir>/gpus/<uuid> (through the mapper in
+ * shm.c), and claiming a tenant's row in it. The scheduling rules that read the rows are in compute-sched.c. */
 #include "gs-compute.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "gs-fs.h"
+#include "shm.h"
 
 static bool uuid_valid(const char *uuid)
 {
@@ -33,55 +28,9 @@ static void board_init(struct gs_board *b, const char *uuid)
   __atomic_store_n(&b->magic, GS_BOARD_MAGIC, __ATOMIC_RELEASE);
 }
 
-/* Another process may be between creating the file and writing its header: give it a
- * moment (at most a second) before calling the file bad. */
-static int wait_header(struct gs_board *b, const char *path, gs_error_t *err)
-{
-  const struct timespec pause = { 0, 1000000 };
-  for (int i = 0; i < 1000 && __atomic_load_n(&b->magic, __ATOMIC_ACQUIRE) == 0; i++)
-    nanosleep(&pause, NULL);
-  if (__atomic_load_n(&b->magic, __ATOMIC_ACQUIRE) != GS_BOARD_MAGIC)
-    return gs_make_error(err, 0, "'%s' is not a gpuslice compute board", path);
-  if (b->version != GS_BOARD_VERSION || b->size != sizeof(*b))
-    return gs_make_error(err, 0, "'%s' has board version %u (size %u); this gpuslice reads version %d (size %zu)",
-                         path, b->version, b->size, GS_BOARD_VERSION, sizeof(*b));
-  return 0;
-}
-
-static int open_file(const char *path, bool *created, gs_error_t *err)
-{
-  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  *created = fd >= 0;
-  if (fd < 0 && errno == EEXIST)
-    fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0)
-    return gs_make_error(err, errno, "open compute board '%s'", path);
-  if (*created && ftruncate(fd, sizeof(struct gs_board)) < 0) {
-    int e = errno;
-    close(fd);
-    unlink(path);
-    return gs_make_error(err, e, "size '%s'", path);
-  }
-  return fd;
-}
-
-/* A file just made by another process may not have its size yet. */
-static int check_size(int fd, const char *path, gs_error_t *err)
-{
-  const struct timespec pause = { 0, 1000000 };
-  struct stat st;
-  for (int i = 0; i < 1000; i++) {
-    if (fstat(fd, &st) < 0)
-      return gs_make_error(err, errno, "stat '%s'", path);
-    if ((size_t) st.st_size == sizeof(struct gs_board))
-      return 0;
-    if (st.st_size != 0)
-      break;
-    nanosleep(&pause, NULL);
-  }
-  return gs_make_error(err, 0, "'%s' has size %lld, not that of a version %d board (%zu)", path,
-                       (long long) st.st_size, GS_BOARD_VERSION, sizeof(struct gs_board));
-}
+static const struct gs__shm_layout board_shm = {
+  "compute board", GS_BOARD_MAGIC, GS_BOARD_VERSION, sizeof(struct gs_board),
+};
 
 int gs_board_open(const char *dir, const char *uuid, struct gs_board **out, gs_error_t *err)
 {
@@ -93,32 +42,19 @@ int gs_board_open(const char *dir, const char *uuid, struct gs_board **out, gs_e
   snprintf(path, sizeof(path), "%s/%s", gdir, uuid);
   if (gs_mkdir_p(gdir, 0700, err) < 0)
     return -1;
-  int fd = open_file(path, &created, err);
-  if (fd < 0)
+  /* Every tenant of the GPU opens the board; whoever comes first makes it, and the others
+   * wait for its header. */
+  int flags = GS__SHM_CREATE | GS__SHM_WRITE | GS__SHM_WAIT;
+  if (gs__shm_open(path, &board_shm, flags, (void **) out, &created, err) < 0)
     return -1;
-  if (!created && check_size(fd, path, err) < 0) {
-    close(fd);
-    return -1;
-  }
-  struct gs_board *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  int e = errno;
-  close(fd);
-  if (b == MAP_FAILED)
-    return gs_make_error(err, e, "map '%s'", path);
   if (created)
-    board_init(b, uuid);
-  else if (wait_header(b, path, err) < 0) {
-    munmap(b, sizeof(*b));
-    return -1;
-  }
-  *out = b;
+    board_init(*out, uuid);
   return 0;
 }
 
 void gs_board_close(struct gs_board *b)
 {
-  if (b)
-    munmap(b, sizeof(*b));
+  gs__shm_close(b, &board_shm);
 }
 
 static void row_set_limits(struct gs_board_row *r, uint32_t weight_ppm, uint32_t policy, uint32_t priority)

@@ -20,6 +20,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -69,6 +70,31 @@ struct gs_board {
   _Atomic uint64_t holder_active_ns; /* UINT64_MAX while the holder is synchronizing */
   struct gs_board_row row[GS_BOARD_ROWS];
 };
+
+/* The board's layout, pinned: every process of every tenant on the GPU maps it, possibly
+ * built from another version. A change here forces a bump of GS_BOARD_VERSION. */
+_Static_assert(sizeof(struct gs_board_row) == 128, "gs_board_row changed: bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board_row, weight_ppm) == 4, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board_row, tenant) == 8, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board_row, policy) == 72, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board_row, priority) == 76, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board_row, vtime) == 80, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board_row, used_ns) == 88, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board_row, credit_ns) == 96, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board_row, credit_at_ns) == 104, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board_row, waiting_ns) == 112, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board_row, active_ns) == 120, "bump GS_BOARD_VERSION");
+_Static_assert(sizeof(struct gs_board) == 8344, "gs_board changed: bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, version) == 8, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, size) == 12, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, uuid) == 16, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, slice_ms) == 112, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, seq) == 116, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, turn) == 120, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, gen) == 128, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, turn_start_ns) == 136, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, holder_active_ns) == 144, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, row) == 152, "bump GS_BOARD_VERSION");
 
 #define GS_TURN(row, pid, gen) (((uint64_t) (gen) << 40) | ((uint64_t) (row) << 32) | (uint32_t) (pid))
 #define GS_TURN_ROW(t) ((int) (((t) >> 32) & 0xff))

@@ -15,6 +15,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -81,6 +82,38 @@ struct gs_ledger {
   struct gs_ledger_proc proc[GS_LEDGER_MAX_PROCS];
 };
 
+/* The ledger's layout, pinned: every process of a running tenant, the daemon's reader
+ * (ledger-read.c) and tests/integration/compute_util.py read these offsets. A change here
+ * forces a bump of GS_LEDGER_VERSION (and of docs/tenant-ledger.md). gs_ledger_compute is
+ * also part of the limits file (gs-limits.h): a change to it bumps GS_LIMITS_VERSION too. */
+_Static_assert(sizeof(struct gs_ledger_gpu) == 56, "gs_ledger_gpu changed: bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_gpu, limit_ppm) == 8, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_gpu, used_bytes) == 16, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_gpu, peak_bytes) == 24, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_gpu, gpu_ns) == 32, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_gpu, throttled_ns) == 40, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_gpu, share_ppm) == 48, "bump GS_LEDGER_VERSION");
+_Static_assert(sizeof(struct gs_ledger_compute) == 16, "gs_ledger_compute changed: bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_compute, policy) == 4, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_compute, priority) == 8, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_compute, slice_ms) == 12, "bump GS_LEDGER_VERSION");
+_Static_assert(sizeof(struct gs_ledger_proc) == 144, "gs_ledger_proc changed: bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_proc, pid) == 4, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_proc, start_time) == 8, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger_proc, used) == 16, "bump GS_LEDGER_VERSION");
+_Static_assert(sizeof(struct gs_ledger) == 149504, "gs_ledger changed: bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, version) == 8, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, size) == 12, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, name) == 16, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, labels) == 80, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, owner_pid) == 1104, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, owner_start_time) == 1112, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, created_unix_ns) == 1120, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, context_reserve_bytes) == 1128, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, compute) == 1136, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, gpu) == 1152, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, proc) == 2048, "bump GS_LEDGER_VERSION");
+
 /* What a new tenant starts with. */
 struct gs_ledger_spec {
   const char *name;
@@ -140,5 +173,57 @@ uint32_t gs_ledger_priority(const struct gs_ledger *l);
 
 /* Gives back the memory of the tenant's processes that have died. Returns how many. */
 int gs_ledger_reap(struct gs_ledger *l);
+
+/* ---- reading and writing a ledger from outside the tenant (ledger-read.c) ----
+ *
+ * The ledger belongs to the tenant, who may truncate or rewrite it at any time: a reader
+ * outside the tenant (the node daemon) therefore never maps it (a mapping of a truncated
+ * file would kill the reader with SIGBUS). These calls read it with pread into a copy in
+ * plain fields, checking the header, and write only the limit fields the daemon mirrors. */
+
+/* Compute limits in plain fields; the meanings are those of struct gs_ledger_compute. */
+struct gs_compute_limits {
+  uint32_t limit_ppm, policy, priority, slice_ms;
+};
+
+/* One GPU of a ledger copy; the meanings are those of struct gs_ledger_gpu. */
+struct gs_ledger_copy_gpu {
+  uint64_t limit_bytes;
+  uint32_t limit_ppm;
+  uint64_t used_bytes, peak_bytes, gpu_ns, throttled_ns;
+  uint32_t share_ppm;
+};
+
+/* What a ledger said when it was read: everything but the process slots. */
+struct gs_ledger_copy {
+  char name[GS_LEDGER_NAME_MAX];
+  char labels[GS_LEDGER_LABELS_MAX];
+  uid_t owner_uid;                  /* the file's owner */
+  pid_t owner_pid;
+  uint64_t owner_start_time;
+  uint64_t created_unix_ns;         /* names this instance of the tenant */
+  uint64_t context_reserve_bytes;
+  struct gs_compute_limits compute;
+  struct gs_ledger_copy_gpu gpu[GS_LEDGER_MAX_GPUS];
+};
+
+/* Opens dir/tenants/name for gs_ledger_read_fd: read-only, following no link, never
+ * blocking. Returns the descriptor (close it), or -1 with err. */
+int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err);
+/* Reads the ledger open on fd into *out with one pread. Checks that it is a regular file,
+ * owned by uid unless uid is (uid_t) -1, and its magic, version and size. `what` names it
+ * in messages. Returns 0, or -1 with err. */
+int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out, gs_error_t *err);
+/* gs_ledger_read_open, gs_ledger_read_fd and close, for one reading. */
+int gs_ledger_read_copy(const char *dir, const char *name, uid_t uid, struct gs_ledger_copy *out,
+                        gs_error_t *err);
+
+struct gs_limits;
+/* Writes the limits of lim (memory in bytes, compute limit, policy and priority) into the
+ * ledger dir/tenants/name, for the tenant's processes that started before the daemon wrote
+ * lim; only when the ledger is the instance created at created_unix_ns and owned by uid.
+ * Returns 0, or -1 with err (also for another instance or owner). */
+int gs_ledger_write_limits(const char *dir, const char *name, uid_t uid, uint64_t created_unix_ns,
+                           const struct gs_limits *lim, gs_error_t *err);
 
 #endif

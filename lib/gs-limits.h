@@ -16,6 +16,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -46,6 +47,25 @@ struct gs_limits {
   struct gs_ledger_compute compute;                  /* limit_ppm (0: none), policy, priority, slice_ms */
 };
 
+/* The limits file's layout, pinned: the daemon writes it and every tenant's interposer maps
+ * it, possibly built from another version. A change here forces a bump of GS_LIMITS_VERSION.
+ * (gs_ledger_compute is pinned in gs-ledger.h.) */
+_Static_assert(sizeof(struct gs_limits) == 2376, "gs_limits changed: bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, version) == 8, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, size) == 12, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, name) == 16, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, uid) == 80, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, owner_pid) == 84, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, owner_start_time) == 88, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, ledger_created_unix_ns) == 96, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, registered_unix_ns) == 104, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, ledger_dir) == 112, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, labels) == 1136, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, generation) == 2160, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, limit_bytes) == 2168, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, limit_ppm) == 2296, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, compute) == 2360, "bump GS_LIMITS_VERSION");
+
 /* <dir>/limits/<name>. Returns 0, or -1 with err for a bad name or a path too long. */
 int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err);
 
@@ -59,6 +79,26 @@ int gs_limits_create(const char *dir, const struct gs_limits *init, struct gs_li
 int gs_limits_open(const char *dir, const char *name, bool writable, struct gs_limits **out, gs_error_t *err);
 void gs_limits_close(struct gs_limits *lim);
 int gs_limits_remove(const char *dir, const char *name, gs_error_t *err);
+
+/* ---- the daemon's writes ---- */
+
+/* The limit in bytes that a limit of ppm millionths (when not 0) of a device of total bytes
+ * comes to: bytes itself when ppm is 0; GS_LIMIT_NONE when the device's size is unknown (0). */
+uint64_t gs_limit_resolve(uint64_t bytes, uint32_t ppm, uint64_t total);
+
+/* Starts the contents of a limits file, in memory, for the tenant whose ledger was read into
+ * l from ledger_dir: its identity, its labels (labels, or the ledger's when NULL), registered
+ * now, with no memory limit and the ledger's compute limits. Change what differs with the
+ * calls below, then write it with gs_limits_create. */
+void gs_limits_init(struct gs_limits *lim, const struct gs_ledger_copy *l, const char *ledger_dir,
+                    const char *labels);
+/* Sets gpu's memory limit: bytes, or ppm (when not 0) of the GPU's total bytes (0: unknown). */
+void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t ppm, uint64_t total);
+/* Sets the compute limits that are not NULL. */
+void gs_limits_set_compute(struct gs_limits *lim, const uint32_t *ppm, const uint32_t *policy,
+                           const uint32_t *priority, const uint32_t *slice_ms);
+/* Ends a change made with the calls above in a mapped file: bumps generation. */
+void gs_limits_changed(struct gs_limits *lim);
 
 /* True when lim is about the tenant of ledger l (same name and instance) and owned by uid. */
 bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid_t uid);

@@ -1,13 +1,12 @@
-/* The tenant ledger in shared memory; see gs-ledger.h for what it holds and why. */
+/* The tenant ledger in shared memory as the tenant's own processes use it: creating and
+ * attaching (through the mapper in shm.c), process slots, and charging; see gs-ledger.h for
+ * what it holds and why. Reading a ledger from outside the tenant is in ledger-read.c. */
 #include "gs-ledger.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include "gs-fs.h"
 #include "gs-limits.h"
 #include "gs-proc.h"
+#include "ledger-internal.h"
 
 const char *gs_ledger_state_dir(void)
 {
@@ -40,7 +40,11 @@ bool gs_ledger_name_valid(const char *name)
   return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-static int ledger_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err)
+const struct gs__shm_layout gs__ledger_shm = {
+  "tenant ledger", GS_LEDGER_MAGIC, GS_LEDGER_VERSION, sizeof(struct gs_ledger),
+};
+
+int gs__ledger_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err)
 {
   if (!gs_ledger_name_valid(name))
     return gs_make_error(err, 0, "bad tenant name '%s' (want 1-63 of A-Z a-z 0-9 . _ -)", name);
@@ -49,56 +53,17 @@ static int ledger_path(char *buf, size_t len, const char *dir, const char *name,
   return 0;
 }
 
-static int check_header(const struct gs_ledger *l, const char *path, gs_error_t *err)
-{
-  if (l->magic != GS_LEDGER_MAGIC)
-    return gs_make_error(err, 0, "'%s' is not a gpuslice tenant ledger", path);
-  if (l->version != GS_LEDGER_VERSION || l->size != sizeof(*l))
-    return gs_make_error(err, 0, "'%s' has ledger version %u (size %u); this gpuslice reads version %d (size %zu)",
-                         path, l->version, l->size, GS_LEDGER_VERSION, sizeof(*l));
-  return 0;
-}
-
-static int map_fd(int fd, const char *path, struct gs_ledger **out, gs_error_t *err)
-{
-  struct stat st;
-  if (fstat(fd, &st) < 0)
-    return gs_make_error(err, errno, "stat '%s'", path);
-  if ((size_t) st.st_size != sizeof(struct gs_ledger))
-    return gs_make_error(err, 0, "'%s' has size %lld, not that of a version %d ledger (%zu)", path,
-                         (long long) st.st_size, GS_LEDGER_VERSION, sizeof(struct gs_ledger));
-  void *m = mmap(NULL, sizeof(struct gs_ledger), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (m == MAP_FAILED)
-    return gs_make_error(err, errno, "map '%s'", path);
-  *out = m;
-  return 0;
-}
-
 int gs_ledger_attach(const char *dir, const char *name, struct gs_ledger **out, gs_error_t *err)
 {
   char path[4096];
-  if (ledger_path(path, sizeof(path), dir, name, err) < 0)
+  if (gs__ledger_path(path, sizeof(path), dir, name, err) < 0)
     return -1;
-  int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0)
-    return gs_make_error(err, errno, "open tenant ledger '%s'", path);
-  struct gs_ledger *l = NULL;
-  int rc = map_fd(fd, path, &l, err);
-  close(fd);
-  if (rc < 0)
-    return -1;
-  if (check_header(l, path, err) < 0) {
-    munmap(l, sizeof(*l));
-    return -1;
-  }
-  *out = l;
-  return 0;
+  return gs__shm_open(path, &gs__ledger_shm, GS__SHM_WRITE, (void **) out, NULL, err);
 }
 
 void gs_ledger_detach(struct gs_ledger *l)
 {
-  if (l)
-    munmap(l, sizeof(*l));
+  gs__shm_close(l, &gs__ledger_shm);
 }
 
 static void fill(struct gs_ledger *l, const struct gs_ledger_spec *spec)
@@ -139,31 +104,45 @@ static bool leftover(const char *dir, const char *name)
   return dead;
 }
 
+static int create_file(const char *path, struct gs_ledger **out, gs_error_t *err)
+{
+  return gs__shm_open(path, &gs__ledger_shm, GS__SHM_CREATE | GS__SHM_EXCL | GS__SHM_WRITE, (void **) out, NULL,
+                      err);
+}
+
+/* Hands e over to the caller's err (or drops it when the caller wants none). */
+static int pass_error(gs_error_t *err, gs_error_t e)
+{
+  if (err) {
+    gs_error_release(err);
+    *err = e;
+  } else {
+    gs_error_release(&e);
+  }
+  return -1;
+}
+
 int gs_ledger_create(const char *dir, const struct gs_ledger_spec *spec, struct gs_ledger **out,
                      gs_error_t *err)
 {
   char path[4096], tdir[4096];
-  if (ledger_path(path, sizeof(path), dir, spec->name, err) < 0)
+  gs_error_t e = NULL;
+  if (gs__ledger_path(path, sizeof(path), dir, spec->name, err) < 0)
     return -1;
   snprintf(tdir, sizeof(tdir), "%s/tenants", dir);
   if (gs_mkdir_p(tdir, 0700, err) < 0)
     return -1;
-  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0 && errno == EEXIST && leftover(dir, spec->name)) {
+  int rc = create_file(path, out, &e);
+  if (rc < 0 && e->status == EEXIST && leftover(dir, spec->name)) {
     unlink(path);
-    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    rc = create_file(path, out, &e);
   }
-  if (fd < 0 && errno == EEXIST)
+  if (rc < 0 && e->status == EEXIST) {
+    gs_error_release(&e);
     return gs_make_error(err, EEXIST, "tenant '%s' is already running", spec->name);
-  if (fd < 0)
-    return gs_make_error(err, errno, "create tenant ledger '%s'", path);
-  int rc = ftruncate(fd, sizeof(struct gs_ledger)) < 0 ? gs_make_error(err, errno, "size '%s'", path)
-                                                        : map_fd(fd, path, out, err);
-  close(fd);
-  if (rc < 0) {
-    unlink(path);
-    return -1;
   }
+  if (rc < 0)
+    return pass_error(err, e);
   fill(*out, spec);
   return 0;
 }
@@ -171,7 +150,7 @@ int gs_ledger_create(const char *dir, const struct gs_ledger_spec *spec, struct 
 int gs_ledger_remove(const char *dir, const char *name, gs_error_t *err)
 {
   char path[4096];
-  if (ledger_path(path, sizeof(path), dir, name, err) < 0)
+  if (gs__ledger_path(path, sizeof(path), dir, name, err) < 0)
     return -1;
   if (unlink(path) < 0 && errno != ENOENT)
     return gs_make_error(err, errno, "remove '%s'", path);
@@ -291,7 +270,7 @@ uint64_t gs_ledger_limit(struct gs_ledger *l, int gpu, uint64_t device_total)
   uint64_t limit = atomic_load(&g->limit_bytes);
   uint32_t ppm = atomic_load(&g->limit_ppm);
   if (limit == GS_LIMIT_NONE && ppm && device_total) {
-    uint64_t want = (uint64_t) ((unsigned __int128) device_total * ppm / 1000000u);
+    uint64_t want = gs_limit_resolve(limit, ppm, device_total);
     /* Every process computes the same figure; the first to store it wins. */
     atomic_compare_exchange_strong(&g->limit_bytes, &limit, want);
     limit = atomic_load(&g->limit_bytes);

@@ -1,13 +1,17 @@
-/* The daemon's limits files; see gs-limits.h for why they exist and who writes them. */
+/* The daemon's limits files: naming, writing a new one whole, mapping it (through the
+ * mapper in shm.c), and the daemon's changes to it; see gs-limits.h for why they exist and
+ * who writes them. */
 #include "gs-limits.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "shm.h"
 
 int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err)
 {
@@ -18,55 +22,22 @@ int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_
   return 0;
 }
 
-static int check_limits(const struct gs_limits *lim, const struct stat *st, const char *path, gs_error_t *err)
-{
-  if (lim->magic != GS_LIMITS_MAGIC)
-    return gs_make_error(err, 0, "'%s' is not a gpuslice limits file", path);
-  if (lim->version != GS_LIMITS_VERSION || lim->size != sizeof(*lim))
-    return gs_make_error(err, 0, "'%s' has limits version %u (size %u); this gpuslice reads version %d (size %zu)",
-                         path, lim->version, lim->size, GS_LIMITS_VERSION, sizeof(*lim));
-  if (st->st_mode & (S_IWGRP | S_IWOTH))
-    return gs_make_error(err, 0, "'%s' may be written by others (mode %03o)", path, (unsigned) st->st_mode & 0777);
-  return 0;
-}
-
-static int map_limits(int fd, const char *path, bool writable, struct gs_limits **out, gs_error_t *err)
-{
-  struct stat st;
-  if (fstat(fd, &st) < 0)
-    return gs_make_error(err, errno, "stat '%s'", path);
-  if (!S_ISREG(st.st_mode) || (size_t) st.st_size != sizeof(struct gs_limits))
-    return gs_make_error(err, 0, "'%s' is not a limits file of this version (size %lld, want %zu)", path,
-                         (long long) st.st_size, sizeof(struct gs_limits));
-  int prot = PROT_READ | (writable ? PROT_WRITE : 0);
-  void *m = mmap(NULL, sizeof(struct gs_limits), prot, MAP_SHARED, fd, 0);
-  if (m == MAP_FAILED)
-    return gs_make_error(err, errno, "map '%s'", path);
-  if (check_limits(m, &st, path, err) < 0) {
-    munmap(m, sizeof(struct gs_limits));
-    return -1;
-  }
-  *out = m;
-  return 0;
-}
+static const struct gs__shm_layout limits_shm = {
+  "limits file", GS_LIMITS_MAGIC, GS_LIMITS_VERSION, sizeof(struct gs_limits),
+};
 
 int gs_limits_open(const char *dir, const char *name, bool writable, struct gs_limits **out, gs_error_t *err)
 {
   char path[4096];
   if (gs_limits_path(path, sizeof(path), dir, name, err) < 0)
     return -1;
-  int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0)
-    return gs_make_error(err, errno, "open limits file '%s'", path);
-  int rc = map_limits(fd, path, writable, out, err);
-  close(fd);
-  return rc;
+  int flags = GS__SHM_PRIVATE | (writable ? GS__SHM_WRITE : 0);
+  return gs__shm_open(path, &limits_shm, flags, (void **) out, NULL, err);
 }
 
 void gs_limits_close(struct gs_limits *lim)
 {
-  if (lim)
-    munmap(lim, sizeof(*lim));
+  gs__shm_close(lim, &limits_shm);
 }
 
 static int write_all(int fd, const void *buf, size_t len)
@@ -128,6 +99,65 @@ int gs_limits_remove(const char *dir, const char *name, gs_error_t *err)
   if (unlink(path) < 0 && errno != ENOENT)
     return gs_make_error(err, errno, "remove '%s'", path);
   return 0;
+}
+
+uint64_t gs_limit_resolve(uint64_t bytes, uint32_t ppm, uint64_t total)
+{
+  if (!ppm)
+    return bytes;
+  if (!total)
+    return GS_LIMIT_NONE;
+  return (uint64_t) ((unsigned __int128) total * ppm / 1000000u);
+}
+
+static uint64_t now_unix_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+void gs_limits_init(struct gs_limits *lim, const struct gs_ledger_copy *l, const char *ledger_dir,
+                    const char *labels)
+{
+  memset(lim, 0, sizeof(*lim));
+  snprintf(lim->name, sizeof(lim->name), "%s", l->name);
+  lim->uid = (uint32_t) l->owner_uid;
+  lim->owner_pid = l->owner_pid;
+  lim->owner_start_time = l->owner_start_time;
+  lim->ledger_created_unix_ns = l->created_unix_ns;
+  lim->registered_unix_ns = now_unix_ns();
+  snprintf(lim->ledger_dir, sizeof(lim->ledger_dir), "%s", ledger_dir);
+  snprintf(lim->labels, sizeof(lim->labels), "%s", labels ? labels : l->labels);
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    atomic_init(&lim->limit_bytes[g], GS_LIMIT_NONE);
+  gs_limits_set_compute(lim, &l->compute.limit_ppm, &l->compute.policy, &l->compute.priority,
+                        &l->compute.slice_ms);
+}
+
+void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t ppm, uint64_t total)
+{
+  /* The percentage goes first: a reader that sees the new bytes sees what they came from. */
+  atomic_store(&lim->limit_ppm[gpu], ppm);
+  atomic_store(&lim->limit_bytes[gpu], gs_limit_resolve(bytes, ppm, total));
+}
+
+void gs_limits_set_compute(struct gs_limits *lim, const uint32_t *ppm, const uint32_t *policy,
+                           const uint32_t *priority, const uint32_t *slice_ms)
+{
+  if (ppm)
+    atomic_store(&lim->compute.limit_ppm, *ppm);
+  if (policy)
+    atomic_store(&lim->compute.policy, *policy);
+  if (priority)
+    atomic_store(&lim->compute.priority, *priority);
+  if (slice_ms)
+    atomic_store(&lim->compute.slice_ms, *slice_ms);
+}
+
+void gs_limits_changed(struct gs_limits *lim)
+{
+  atomic_fetch_add(&lim->generation, 1);
 }
 
 bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid_t uid)

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "real.h"
-#include "tenant.h"
+#include "quota.h"
 
 /* Marks a function the interposer exports. libgpuslice.lds must list it too. */
 #define GS_HOOK __attribute__((visibility("default")))

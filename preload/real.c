@@ -2,7 +2,7 @@
  * process that never calls the driver never loads it. RTLD_NOLOAD comes first, so that a
  * program that already loaded a driver (possibly from a path of its own) gets that same copy.
  *
- * What does not live here: the hooks (hook-*.c) and anything that decides policy (tenant.c). */
+ * What does not live here: the hooks (hook-*.c) and anything that decides policy (quota.c). */
 #include "real.h"
 
 #include <dlfcn.h>

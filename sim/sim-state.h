@@ -69,6 +69,38 @@ struct gpusim_shared {
   struct gpusim_proc proc[GPUSIM_MAX_PROCS];
 };
 
+/* The state file's layout, pinned: every process on the simulated driver maps it. A change
+ * here forces a bump of GPUSIM_VERSION. The mutexes are the platform's, so offsets past them
+ * are counted in GPUSIM_MUTEX (40 bytes on x86-64 glibc); the file is only ever shared
+ * between processes of one machine. */
+#define GPUSIM_MUTEX sizeof(pthread_mutex_t)
+_Static_assert(GPUSIM_MUTEX % 8 == 0, "pthread_mutex_t is not a multiple of 8 bytes: recount the pins");
+_Static_assert(sizeof(struct gpusim_interval) == 24, "gpusim_interval changed: bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_interval, end_ns) == 8, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_interval, pid) == 16, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_dev, index) == 4, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_dev, total_bytes) == 8, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_dev, used_bytes) == 16, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_dev, mem_lock) == 24, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_dev, exec_lock) == 24 + GPUSIM_MUTEX, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_dev, busy_until_ns) == 24 + 2 * GPUSIM_MUTEX, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_dev, ring_count) == 32 + 2 * GPUSIM_MUTEX, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_dev, ring) == 40 + 2 * GPUSIM_MUTEX, "bump GPUSIM_VERSION");
+_Static_assert(sizeof(struct gpusim_dev) == 40 + 2 * GPUSIM_MUTEX + 4096 * 24, "gpusim_dev changed: bump GPUSIM_VERSION");
+_Static_assert(sizeof(struct gpusim_proc) == 208, "gpusim_proc changed: bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_proc, pid) == 4, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_proc, start_time) == 8, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_proc, used) == 16, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_proc, contexts) == 144, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_shared, version) == 8, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_shared, size) == 12, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_shared, ndev) == 16, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_shared, spec) == 24, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_shared, dev) == 280, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_shared, proc) == 280 + 16 * sizeof(struct gpusim_dev), "bump GPUSIM_VERSION");
+_Static_assert(sizeof(struct gpusim_shared) == 280 + 16 * sizeof(struct gpusim_dev) + 1024 * 208,
+               "gpusim_shared changed: bump GPUSIM_VERSION");
+
 /* Maps the shared state described by GPUSLICE_SIM, creating it on first use. The mapping is
  * process-wide and made once. Returns NULL and a one-line message on bad input or a bad file. */
 struct gpusim_shared *gpusim_state(const char **err);

@@ -1,6 +1,7 @@
-/* Unit tests for the daemon's authority over limits: lib/limits.c (the limits file) and the
- * precedence it takes in lib/ledger.c (gs_ledger_set_authority), plus the daemon's default
- * paths (lib/daemon-paths.c). The authority is process-wide, so each test drops it again. */
+/* Unit tests for the daemon's authority over limits: lib/limits.c (the limits file and the
+ * daemon's writes to it) and the precedence it takes in lib/ledger.c
+ * (gs_ledger_set_authority), plus the daemon's default paths (lib/daemon-paths.c). The
+ * authority is process-wide, so each test drops it again. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -207,6 +208,80 @@ static void test_limits_of_another_instance_are_not_found(void **state)
   gs_ledger_remove(dir, "instance", NULL);
 }
 
+/* Removes what a test made for the tenant name: its limits file (closing rw) and its ledger. */
+static void end_tenant(const char *name, struct gs_ledger *l, struct gs_limits *rw)
+{
+  gs_limits_close(rw);
+  gs_limits_remove(dir, name, NULL);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, name, NULL);
+}
+
+static void test_limit_resolve_turns_a_share_into_bytes(void **state)
+{
+  (void) state;
+  static const struct {
+    uint64_t bytes;
+    uint32_t ppm;
+    uint64_t total, want;
+  } cases[] = {
+    { 512 * MIB, 0, 80 * 1024 * MIB, 512 * MIB },          /* bytes as given */
+    { GS_LIMIT_NONE, 0, 0, GS_LIMIT_NONE },                /* no limit stays none */
+    { 0, 250000, 80 * 1024 * MIB, 20 * 1024 * MIB },       /* 25% of 80 GiB */
+    { 0, 250000, 0, GS_LIMIT_NONE },                       /* device size unknown */
+    { 0, 1000000, UINT64_MAX - 1, UINT64_MAX - 1 },        /* no overflow on the way */
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    assert_int_equal(gs_limit_resolve(cases[i].bytes, cases[i].ppm, cases[i].total), cases[i].want);
+}
+
+/* What the daemon writes when it registers a tenant: who it is, from the ledger's copy, and
+ * the limits it is given; the file it makes is found by that tenant's interposer. */
+static void test_limits_init_from_a_ledger_copy_names_the_tenant(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("fromcopy", 1024 * MIB);
+  struct gs_ledger_copy c;
+  struct gs_limits init, *rw = NULL, *ro = NULL;
+  gs_error_t err = NULL;
+  assert_int_equal(gs_ledger_read_copy(dir, "fromcopy", geteuid(), &c, &err), 0);
+  gs_limits_init(&init, &c, dir, NULL);
+  assert_string_equal(init.name, "fromcopy");
+  assert_string_equal(init.ledger_dir, dir);
+  assert_int_equal(init.uid, geteuid());
+  assert_int_equal(init.owner_pid, getpid());
+  assert_true(init.registered_unix_ns > 0);
+  assert_int_equal(atomic_load(&init.limit_bytes[0]), GS_LIMIT_NONE);
+  assert_int_equal(atomic_load(&init.compute.limit_ppm), 500000); /* the ledger's */
+  gs_limits_set_vram(&init, 0, 0, 500000, 8 * 1024 * MIB);
+  gs_limits_set_vram(&init, 1, 3 * MIB, 0, 0);
+  assert_int_equal(atomic_load(&init.limit_ppm[0]), 500000);
+  assert_int_equal(atomic_load(&init.limit_bytes[0]), 4 * 1024 * MIB);
+  assert_int_equal(atomic_load(&init.limit_bytes[1]), 3 * MIB);
+  assert_int_equal(gs_limits_create(dir, &init, &rw, &err), 0);
+  assert_int_equal(gs_limits_find(dir, l, &ro), 1);
+  assert_int_equal(atomic_load(&ro->limit_bytes[0]), 4 * 1024 * MIB);
+  gs_limits_close(ro);
+  end_tenant("fromcopy", l, rw);
+}
+
+static void test_limits_changes_touch_only_what_is_given(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("changes", 1024 * MIB);
+  struct gs_limits *rw = daemon_limits(l, 512 * MIB);
+  uint64_t gen = atomic_load(&rw->generation);
+  uint32_t policy = GS_COMPUTE_SHARE, slice = 5;
+  gs_limits_set_compute(rw, NULL, &policy, NULL, &slice);
+  gs_limits_changed(rw);
+  assert_int_equal(atomic_load(&rw->compute.limit_ppm), 250000);
+  assert_int_equal(atomic_load(&rw->compute.policy), GS_COMPUTE_SHARE);
+  assert_int_equal(atomic_load(&rw->compute.priority), GS_PRIO_HIGH);
+  assert_int_equal(atomic_load(&rw->compute.slice_ms), 5);
+  assert_int_equal(atomic_load(&rw->generation), gen + 1);
+  end_tenant("changes", l, rw);
+}
+
 static void test_daemon_paths_follow_the_environment(void **state)
 {
   (void) state;
@@ -239,6 +314,9 @@ int main(void)
     cmocka_unit_test_teardown(test_authority_overrides_the_ledger_on_the_reserve_path, drop_authority),
     cmocka_unit_test_teardown(test_compute_limits_come_from_the_authority, drop_authority),
     cmocka_unit_test_teardown(test_limits_of_another_instance_are_not_found, drop_authority),
+    cmocka_unit_test(test_limit_resolve_turns_a_share_into_bytes),
+    cmocka_unit_test_teardown(test_limits_init_from_a_ledger_copy_names_the_tenant, drop_authority),
+    cmocka_unit_test_teardown(test_limits_changes_touch_only_what_is_given, drop_authority),
     cmocka_unit_test(test_daemon_paths_follow_the_environment),
   };
   return cmocka_run_group_tests(tests, make_dir, NULL);

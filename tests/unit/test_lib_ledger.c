@@ -1,5 +1,6 @@
 /* Unit tests for lib/ledger.c, the tenant ledger: limits hold under a cross-process race,
- * dead processes' memory goes back, and bad files give clear errors. */
+ * dead processes' memory goes back, and bad files give clear errors; and for
+ * lib/ledger-read.c, its reading and writing from outside the tenant (the daemon). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "gs-ledger.h"
+#include "gs-limits.h"
 #include "gs-proc.h"
 
 #define MIB (1024ULL * 1024ULL)
@@ -219,6 +221,144 @@ static void test_foreign_or_corrupt_files_give_clear_errors(void **state)
   assert_int_equal(st.st_mode & 0777, 0600);
 }
 
+static void test_read_copy_gives_what_the_tenant_wrote(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("copied", 1000);
+  assert_non_null(l);
+  struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), gs_proc_start_time(getpid()));
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 600), 0);
+  atomic_store(&l->gpu[3].gpu_ns, 12345);
+  atomic_store(&l->compute.slice_ms, 7);
+  struct gs_ledger_copy c;
+  gs_error_t err = NULL;
+  assert_int_equal(gs_ledger_read_copy(dir, "copied", geteuid(), &c, &err), 0);
+  assert_string_equal(c.name, "copied");
+  assert_string_equal(c.labels, "team=a");
+  assert_int_equal(c.owner_uid, geteuid());
+  assert_int_equal(c.owner_pid, getpid());
+  assert_int_equal(c.created_unix_ns, l->created_unix_ns);
+  assert_int_equal(c.gpu[0].limit_bytes, 1000);
+  assert_int_equal(c.gpu[0].used_bytes, 600);
+  assert_int_equal(c.gpu[0].peak_bytes, 600);
+  assert_int_equal(c.gpu[1].limit_bytes, GS_LIMIT_NONE);
+  assert_int_equal(c.gpu[3].gpu_ns, 12345);
+  assert_int_equal(c.compute.slice_ms, 7);
+  gs_ledger_unclaim(l, p);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "copied", NULL);
+}
+
+static void test_read_copy_refuses_a_ledger_of_another_user(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("theirs", 1);
+  struct gs_ledger_copy c;
+  gs_error_t err = NULL;
+  assert_int_equal(gs_ledger_read_copy(dir, "theirs", geteuid() + 1, &c, &err), -1);
+  assert_non_null(strstr(err->msg, "belongs to uid"));
+  gs_error_release(&err);
+  assert_int_equal(gs_ledger_read_copy(dir, "theirs", (uid_t) -1, &c, &err), 0);
+  assert_int_equal(gs_ledger_read_copy(dir, "../theirs", (uid_t) -1, &c, &err), -1);
+  assert_non_null(strstr(err->msg, "bad tenant name"));
+  gs_error_release(&err);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "theirs", NULL);
+}
+
+/* The tenant owns its file and may break it at will: the reader gets an error, never a crash. */
+static void test_read_copy_of_a_broken_ledger_fails_cleanly(void **state)
+{
+  (void) state;
+  static const struct {
+    const char *name;
+    int how; /* 0: truncate, 1: foreign magic, 2: newer version, 3: a FIFO in its place */
+    const char *want;
+  } cases[] = {
+    { "cut", 0, "too short for a tenant ledger" },
+    { "alien", 1, "is not a gpuslice tenant ledger" },
+    { "newer", 2, "version" },
+    { "fifo", 3, "is not a regular file" },
+  };
+  char path[256];
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    struct gs_ledger *l = new_tenant(cases[i].name, 1);
+    assert_non_null(l);
+    snprintf(path, sizeof(path), "%s/tenants/%s", dir, cases[i].name);
+    if (cases[i].how == 1)
+      l->magic = 42;
+    if (cases[i].how == 2)
+      l->version = GS_LEDGER_VERSION + 1;
+    gs_ledger_detach(l);
+    if (cases[i].how == 0)
+      assert_int_equal(truncate(path, 100), 0);
+    if (cases[i].how == 3)
+      assert_true(unlink(path) == 0 && mkfifo(path, 0600) == 0);
+    struct gs_ledger_copy c;
+    gs_error_t err = NULL;
+    assert_int_equal(gs_ledger_read_copy(dir, cases[i].name, (uid_t) -1, &c, &err), -1);
+    assert_non_null(strstr(err->msg, cases[i].want));
+    gs_error_release(&err);
+    unlink(path);
+  }
+}
+
+static void test_read_fd_sees_changes_through_one_descriptor(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("kept", 1000);
+  gs_error_t err = NULL;
+  int fd = gs_ledger_read_open(dir, "kept", &err);
+  assert_true(fd >= 0);
+  struct gs_ledger_copy c;
+  assert_int_equal(gs_ledger_read_fd(fd, "kept", geteuid(), &c, &err), 0);
+  assert_int_equal(c.gpu[0].used_bytes, 0);
+  atomic_store(&l->gpu[0].used_bytes, 77);
+  assert_int_equal(gs_ledger_read_fd(fd, "kept", geteuid(), &c, &err), 0);
+  assert_int_equal(c.gpu[0].used_bytes, 77);
+  close(fd);
+  assert_int_equal(gs_ledger_read_open(dir, "absent", &err), -1);
+  assert_non_null(strstr(err->msg, "absent"));
+  gs_error_release(&err);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "kept", NULL);
+}
+
+/* The daemon's limits, mirrored for processes that read the ledger's own fields. */
+static void test_write_limits_reaches_the_same_instance_only(void **state)
+{
+  (void) state;
+  struct gs_ledger_spec spec = { .name = "mirror", .compute_ppm = 100000 };
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    spec.limit_bytes[g] = GS_LIMIT_NONE;
+  spec.limit_ppm[0] = 500000;
+  struct gs_ledger *l = NULL;
+  gs_error_t err = NULL;
+  assert_int_equal(gs_ledger_create(dir, &spec, &l, &err), 0);
+  struct gs_limits lim;
+  memset(&lim, 0, sizeof(lim));
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    atomic_init(&lim.limit_bytes[g], g == 0 ? 4096 : GS_LIMIT_NONE);
+  atomic_init(&lim.compute.limit_ppm, 250000);
+  atomic_init(&lim.compute.policy, GS_COMPUTE_CAP);
+  atomic_init(&lim.compute.priority, GS_PRIO_HIGH);
+  assert_int_equal(gs_ledger_write_limits(dir, "mirror", geteuid(), l->created_unix_ns + 1, &lim, &err), -1);
+  assert_non_null(strstr(err->msg, "another instance"));
+  gs_error_release(&err);
+  assert_int_equal(atomic_load(&l->gpu[0].limit_ppm), 500000);
+  assert_int_equal(gs_ledger_write_limits(dir, "mirror", geteuid() + 1, l->created_unix_ns, &lim, &err), -1);
+  gs_error_release(&err);
+  assert_int_equal(gs_ledger_write_limits(dir, "mirror", geteuid(), l->created_unix_ns, &lim, &err), 0);
+  assert_int_equal(atomic_load(&l->gpu[0].limit_ppm), 0);
+  assert_int_equal(atomic_load(&l->gpu[0].limit_bytes), 4096);
+  assert_int_equal(atomic_load(&l->gpu[1].limit_bytes), GS_LIMIT_NONE);
+  assert_int_equal(gs_ledger_compute_limit_ppm(l), 250000);
+  assert_int_equal(gs_ledger_compute_policy(l), GS_COMPUTE_CAP);
+  assert_int_equal(gs_ledger_priority(l), GS_PRIO_HIGH);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "mirror", NULL);
+}
+
 static int remove_dir(void **state)
 {
   char cmd[128];
@@ -237,6 +377,11 @@ int main(void)
     cmocka_unit_test(test_percent_limit_resolves_against_the_device),
     cmocka_unit_test(test_live_tenant_name_cannot_be_taken_twice),
     cmocka_unit_test(test_foreign_or_corrupt_files_give_clear_errors),
+    cmocka_unit_test(test_read_copy_gives_what_the_tenant_wrote),
+    cmocka_unit_test(test_read_copy_refuses_a_ledger_of_another_user),
+    cmocka_unit_test(test_read_copy_of_a_broken_ledger_fails_cleanly),
+    cmocka_unit_test(test_read_fd_sees_changes_through_one_descriptor),
+    cmocka_unit_test(test_write_limits_reaches_the_same_instance_only),
   };
   return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

@@ -1,10 +1,10 @@
 /* The interposer's tenant state: attaching to the ledger named by the environment, the
- * process's slot, and charging. See tenant.h.
+ * process's slot, and charging against the quota. See quota.h.
  *
  * The fast path of gs__charge is one compare-and-swap on the tenant's usage plus one add on
  * the process's slot; the slow path (reaping dead processes, logging a refusal) only runs
  * when the limit is reached. */
-#include "tenant.h"
+#include "quota.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

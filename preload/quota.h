@@ -5,8 +5,8 @@
  * Without GPUSLICE_TENANT the process is no tenant: nothing is charged and every hook
  * passes straight through. With it, but with a ledger that cannot be read, allocations are
  * refused (CUDA_ERROR_NOT_PERMITTED) rather than left unlimited, and the reason is logged once. */
-#ifndef GS_PRELOAD_TENANT_H
-#define GS_PRELOAD_TENANT_H
+#ifndef GS_PRELOAD_QUOTA_H
+#define GS_PRELOAD_QUOTA_H
 
 #include <stdbool.h>
 #include <stdint.h>

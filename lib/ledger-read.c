@@ -1,0 +1,172 @@
+/* Reading and writing a tenant's ledger from outside the tenant, without mapping it: see
+ * the second half of gs-ledger.h for why. The tenant's own processes map it (ledger.c). */
+#include "gs-ledger.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gs-limits.h"
+#include "ledger-internal.h"
+
+/* All a reader reads: the header and the per-GPU part, everything before the process slots. */
+#define HEAD_BYTES offsetof(struct gs_ledger, proc)
+
+/* Room for the head. It is not a struct gs_ledger (it is far shorter), so its fields are
+ * taken out by offset, each checked to be of the size of what it goes into. */
+union ledger_head {
+  struct gs__shm_header header;
+  unsigned char bytes[HEAD_BYTES];
+};
+
+#define HEAD_GET(h, field, out)                                                                  \
+  do {                                                                                           \
+    _Static_assert(sizeof(out) == sizeof(((struct gs_ledger *) 0)->field), "size of " #field); \
+    memcpy(&(out), (h)->bytes + offsetof(struct gs_ledger, field), sizeof(out));                \
+  } while (0)
+
+int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err)
+{
+  char path[4096];
+  if (gs__ledger_path(path, sizeof(path), dir, name, err) < 0)
+    return -1;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0)
+    return gs_make_error(err, errno, "open tenant ledger '%s'", path);
+  return fd;
+}
+
+static int read_head(int fd, const char *what, uid_t uid, union ledger_head *h, uid_t *owner, gs_error_t *err)
+{
+  struct stat st;
+  if (fstat(fd, &st) < 0)
+    return gs_make_error(err, errno, "stat '%s'", what);
+  if (!S_ISREG(st.st_mode))
+    return gs_make_error(err, 0, "'%s' is not a regular file", what);
+  if (uid != (uid_t) -1 && st.st_uid != uid)
+    return gs_make_error(err, EPERM, "'%s' belongs to uid %u", what, (unsigned) st.st_uid);
+  ssize_t n = pread(fd, h->bytes, HEAD_BYTES, 0);
+  if (n < 0)
+    return gs_make_error(err, errno, "read '%s'", what);
+  if ((size_t) n != HEAD_BYTES)
+    return gs_make_error(err, 0, "'%s' is too short for a tenant ledger", what);
+  *owner = st.st_uid;
+  return gs__shm_check(&h->header, &gs__ledger_shm, what, err);
+}
+
+static void copy_gpu(struct gs_ledger_copy_gpu *c, const union ledger_head *h, int g)
+{
+  HEAD_GET(h, gpu[g].limit_bytes, c->limit_bytes);
+  HEAD_GET(h, gpu[g].limit_ppm, c->limit_ppm);
+  HEAD_GET(h, gpu[g].used_bytes, c->used_bytes);
+  HEAD_GET(h, gpu[g].peak_bytes, c->peak_bytes);
+  HEAD_GET(h, gpu[g].gpu_ns, c->gpu_ns);
+  HEAD_GET(h, gpu[g].throttled_ns, c->throttled_ns);
+  HEAD_GET(h, gpu[g].share_ppm, c->share_ppm);
+}
+
+/* The head's fields into plain ones; the strings end within their fields whatever the file held. */
+static void copy_head(struct gs_ledger_copy *c, const union ledger_head *h)
+{
+  HEAD_GET(h, name, c->name);
+  HEAD_GET(h, labels, c->labels);
+  c->name[sizeof(c->name) - 1] = '\0';
+  c->labels[sizeof(c->labels) - 1] = '\0';
+  HEAD_GET(h, owner_pid, c->owner_pid);
+  HEAD_GET(h, owner_start_time, c->owner_start_time);
+  HEAD_GET(h, created_unix_ns, c->created_unix_ns);
+  HEAD_GET(h, context_reserve_bytes, c->context_reserve_bytes);
+  HEAD_GET(h, compute.limit_ppm, c->compute.limit_ppm);
+  HEAD_GET(h, compute.policy, c->compute.policy);
+  HEAD_GET(h, compute.priority, c->compute.priority);
+  HEAD_GET(h, compute.slice_ms, c->compute.slice_ms);
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    copy_gpu(&c->gpu[g], h, g);
+}
+
+int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out, gs_error_t *err)
+{
+  union ledger_head h;
+  uid_t owner;
+  if (read_head(fd, what, uid, &h, &owner, err) < 0)
+    return -1;
+  copy_head(out, &h);
+  out->owner_uid = owner;
+  return 0;
+}
+
+int gs_ledger_read_copy(const char *dir, const char *name, uid_t uid, struct gs_ledger_copy *out,
+                        gs_error_t *err)
+{
+  char path[4096];
+  if (gs__ledger_path(path, sizeof(path), dir, name, err) < 0)
+    return -1;
+  int fd = gs_ledger_read_open(dir, name, err);
+  if (fd < 0)
+    return -1;
+  int rc = gs_ledger_read_fd(fd, path, uid, out, err);
+  close(fd);
+  return rc;
+}
+
+static int put(int fd, size_t off, const void *v, size_t len, const char *path, gs_error_t *err)
+{
+  if (pwrite(fd, v, len, (off_t) off) != (ssize_t) len)
+    return gs_make_error(err, errno, "write limits into '%s'", path);
+  return 0;
+}
+
+static int put32(int fd, size_t off, uint32_t v, const char *path, gs_error_t *err)
+{
+  return put(fd, off, &v, sizeof(v), path, err);
+}
+
+static int put64(int fd, size_t off, uint64_t v, const char *path, gs_error_t *err)
+{
+  return put(fd, off, &v, sizeof(v), path, err);
+}
+
+/* Each field is one aligned pwrite, which the tenant's processes see as one store. */
+static int put_limits(int fd, const struct gs_limits *lim, const char *path, gs_error_t *err)
+{
+  int rc = 0;
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS && rc == 0; g++) {
+    /* The percentage goes first, so that no reader resolves it over the new byte figure. */
+    rc = put32(fd, offsetof(struct gs_ledger, gpu[g].limit_ppm), 0, path, err);
+    if (rc == 0)
+      rc = put64(fd, offsetof(struct gs_ledger, gpu[g].limit_bytes), atomic_load(&lim->limit_bytes[g]), path, err);
+  }
+  if (rc == 0)
+    rc = put32(fd, offsetof(struct gs_ledger, compute.limit_ppm), atomic_load(&lim->compute.limit_ppm), path, err);
+  if (rc == 0)
+    rc = put32(fd, offsetof(struct gs_ledger, compute.policy), atomic_load(&lim->compute.policy), path, err);
+  if (rc == 0)
+    rc = put32(fd, offsetof(struct gs_ledger, compute.priority), atomic_load(&lim->compute.priority), path, err);
+  return rc;
+}
+
+int gs_ledger_write_limits(const char *dir, const char *name, uid_t uid, uint64_t created_unix_ns,
+                           const struct gs_limits *lim, gs_error_t *err)
+{
+  char path[4096];
+  union ledger_head h;
+  uid_t owner;
+  if (gs__ledger_path(path, sizeof(path), dir, name, err) < 0)
+    return -1;
+  int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0)
+    return gs_make_error(err, errno, "open tenant ledger '%s'", path);
+  uint64_t created = 0;
+  int rc = read_head(fd, path, uid, &h, &owner, err);
+  if (rc == 0)
+    HEAD_GET(&h, created_unix_ns, created);
+  if (rc == 0 && created != created_unix_ns)
+    rc = gs_make_error(err, 0, "'%s' is another instance of tenant '%s'", path, name);
+  if (rc == 0)
+    rc = put_limits(fd, lim, path, err);
+  close(fd);
+  return rc;
+}
