@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
+#include "gs-plan-io.h"
 
 #define DEFAULT_MODEL "h100-80gb"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan-input.h"
+#include "plan-internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,7 +4,7 @@
  * (fractions allowed) or ISO 8601 UTC ("2024-05-01T12:00:00Z"). Blank lines and lines
  * starting with '#' are skipped. No quoting: fields hold no commas. The first bad line
  * refuses the file with "FILE:LINE: reason". */
-#include "plan-input.h"
+#include "plan-internal.h"
 
 #include <errno.h>
 #include <stdarg.h>

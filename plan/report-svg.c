@@ -2,7 +2,7 @@
  * with no script and no external reference: GPUs before and after, the cost waterfall,
  * the utilization distribution per workload, and the MIG layout. The page around them is
  * plan-report-html.c. */
-#include "plan.h"
+#include "gs-plan-io.h"
 
 #include <math.h>
 #include <stdlib.h>

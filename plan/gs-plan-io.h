@@ -8,7 +8,7 @@
 
 #include "gpuslice.h"
 #include "gs-plan.h"
-#include "plan-input.h"
+#include "plan-internal.h"
 
 struct plan_input {
   const char *path;

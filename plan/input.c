@@ -2,7 +2,7 @@
  * wrapped as a stdio stream so every reader just reads lines), tells its format from its
  * first bytes and hands it to the reader for that format. The extension plays no part:
  * a ".csv" holding dcgm-exporter output is read as such. */
-#include "plan-input.h"
+#include "plan-internal.h"
 
 #include <errno.h>
 #include <math.h>

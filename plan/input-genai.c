@@ -4,7 +4,7 @@
  * Each file adds one half of every sample (the other half NAN); the data set's join
  * (gs_plan_data_finish) pairs them on (container_ip, timestamp), so both files must be
  * given. The workload is the container_ip (an anonymized hash). */
-#include "plan-input.h"
+#include "plan-internal.h"
 
 #include <errno.h>
 #include <math.h>

@@ -5,7 +5,7 @@
  * DCGM_FI_DEV_GPU_UTIL (%) or DCGM_FI_DEV_FB_USED (MiB); other metrics are skipped. Both
  * may be in one file or in two. Workloads are named from the labels as for the
  * exposition text (plan-input-prom.c). */
-#include "plan-input.h"
+#include "plan-internal.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* `gpuslice plan` as text: the table people read in a terminal and the JSON document
  * (keys listed in docs/planner.md, stable). The HTML report is plan-report-html.c. */
-#include "plan.h"
+#include "gs-plan-io.h"
 
 #include <jansson.h>
 #include <math.h>

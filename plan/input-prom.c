@@ -11,7 +11,7 @@
  * pod, the GPU itself: [Hostname/]UUID. The GPU ([Hostname/]UUID, else gpu index) becomes
  * the workload's "gpu" label, so workloads on one GPU count it once today; namespace
  * becomes "namespace"; every other label is kept as it is. */
-#include "plan-input.h"
+#include "plan-internal.h"
 
 #include <errno.h>
 #include <math.h>

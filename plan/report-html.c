@@ -4,7 +4,7 @@
  * full table with each recommendation's reason. Elements a test or a reader may look for
  * carry ids: summary, gpus-before-after, cost-waterfall, util-distribution, mig-layout,
  * workload-table. The charts are plan-report-svg.c. */
-#include "plan.h"
+#include "gs-plan-io.h"
 
 #include <math.h>
 #include <string.h>
