@@ -1,22 +1,44 @@
-/* Internal to `gpuslice plan` (plan.c): what one run computes, and the writers that show
- * it: plan-output.c (table, JSON), plan-report-html.c (the HTML page) and
- * plan-report-svg.c (its charts). */
-#ifndef GS_CLI_PLAN_H
-#define GS_CLI_PLAN_H
+/* The one public header of the plan library (gpuslice_plan, plan/): what its users (the
+ * CLI's `plan` verb, the fuzz target) include. It reads metrics files into the planner's
+ * data set (the model, lib/gs-plan.h, included here) and writes what one run computed as
+ * a table, a JSON document or an HTML report. Its own helpers are in plan-internal.h.
+ *
+ * Every error about a file's content names the file and line as "FILE:LINE: reason". */
+#ifndef GS_PLAN_IO_H
+#define GS_PLAN_IO_H
 
 #include <stdio.h>
 
 #include "gpuslice.h"
 #include "gs-plan.h"
-#include "plan-internal.h"
 
-struct plan_input {
-  const char *path;
-  enum plan_input_format format;
+enum gs_plan_input_format {
+  GS_PLAN_IN_CSV,        /* timestamp,workload,gpu_util_pct,fb_used_bytes[,label=value...] */
+  GS_PLAN_IN_PROM,       /* dcgm-exporter / Prometheus exposition text, one or more snapshots */
+  GS_PLAN_IN_PROMJSON,   /* Prometheus range-query JSON (resultType matrix) */
+  GS_PLAN_IN_GENAI_UTIL, /* Alibaba GenAI pod_gpu_duty_cycle_anon.csv */
+  GS_PLAN_IN_GENAI_MEM,  /* Alibaba GenAI pod_gpu_memory_used_bytes_anon.csv */
 };
 
-struct plan_run {
-  struct plan_input *inputs;
+/* "csv", "prometheus", ... as the JSON document names them; "?" for no format. */
+const char *gs_plan_input_format_name(enum gs_plan_input_format f);
+
+/* Reads one metrics file (gzip or plain) into d, telling its format from its content. */
+int gs_plan_input_read(const char *path, struct gs_plan_data *d, enum gs_plan_input_format *fmt,
+                       gs_error_t *err);
+/* Reads f, positioned at the start of a file of format fmt, into d; path names it in
+ * errors. For callers that know the format (or choose it, as the fuzz target does). */
+int gs_plan_read(FILE *f, const char *path, enum gs_plan_input_format fmt,
+                 struct gs_plan_data *d, gs_error_t *err);
+
+struct gs_plan_input {
+  const char *path;
+  enum gs_plan_input_format format;
+};
+
+/* What one run of the planner computed, from its inputs to its fleet and price. */
+struct gs_plan_run {
+  struct gs_plan_input *inputs;
   int ninputs;
   struct gs_plan_data data;
   struct gs_plan_finish finish;
@@ -29,24 +51,11 @@ struct plan_run {
   const char *price_table;    /* the table's name, for the report */
 };
 
-/* Counts per mechanism (indexed by enum gs_plan_mechanism) and idle workloads. */
-void plan_count(const struct plan_run *p, int by_mech[5], int *idle);
-
-void plan_write_table(FILE *f, const struct plan_run *p);
+/* The writers. The caller checks ferror(f) for write errors. */
+void gs_plan_write_table(FILE *f, const struct gs_plan_run *p);
 /* The JSON document; docs/planner.md lists its keys. Returns 0 or -1. */
-int plan_write_json(FILE *f, const struct plan_run *p);
-void plan_write_html(FILE *f, const struct plan_run *p);
-
-/* The charts of the report, each one <svg> element. */
-void plan_svg_gpus(FILE *f, const struct plan_run *p);
-void plan_svg_waterfall(FILE *f, const struct plan_run *p);
-void plan_svg_util(FILE *f, const struct plan_run *p);
-void plan_svg_mig(FILE *f, const struct plan_run *p);
-/* "$12,345" (or "$1.2M", "$45k" when shorter). */
-void plan_money(char *out, size_t len, double v, bool shorter);
-/* Writes s with &, <, >, " and ' escaped. */
-void plan_html_escape(FILE *f, const char *s);
-/* The colour of each mechanism in the report. */
-const char *plan_mech_colour(enum gs_plan_mechanism m);
+int gs_plan_write_json(FILE *f, const struct gs_plan_run *p);
+/* The self-contained HTML report (inline CSS and SVG). */
+void gs_plan_write_html(FILE *f, const struct gs_plan_run *p);
 
 #endif

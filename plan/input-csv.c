@@ -89,14 +89,14 @@ static int parse_line(char *line, struct csv_line *l, struct gs_plan_data *d, gs
     return line_error(l, err, "%d field%s, want timestamp,workload,gpu_util_pct,"
                       "fb_used_bytes[,label=value...]", l->n, l->n == 1 ? "" : "s");
   double t, util, mem;
-  if (plan_parse_number(l->field[0], &t) < 0 && parse_iso_time(l->field[0], &t) < 0)
+  if (gs__plan_parse_number(l->field[0], &t) < 0 && parse_iso_time(l->field[0], &t) < 0)
     return line_error(l, err, "timestamp '%.60s': want Unix seconds or ISO 8601 UTC",
                       l->field[0]);
   if (!l->field[1][0])
     return line_error(l, err, "empty workload name");
-  if (plan_parse_number(l->field[2], &util) < 0 || util < 0 || util > 100)
+  if (gs__plan_parse_number(l->field[2], &util) < 0 || util < 0 || util > 100)
     return line_error(l, err, "gpu_util_pct '%.60s': want a number 0..100", l->field[2]);
-  if (plan_parse_number(l->field[3], &mem) < 0 || mem < 0)
+  if (gs__plan_parse_number(l->field[3], &mem) < 0 || mem < 0)
     return line_error(l, err, "fb_used_bytes '%.60s': want a number of bytes >= 0",
                       l->field[3]);
   struct gs_plan_workload *w = gs_plan_data_workload(d, l->field[1], err);
@@ -119,8 +119,8 @@ static int csv_line(void *ctx, char *line, size_t no, gs_error_t *err)
   return parse_line(line, &c->l, c->d, err);
 }
 
-int plan_read_csv(FILE *f, const char *path, struct gs_plan_data *d, gs_error_t *err)
+int gs__plan_read_csv(FILE *f, const char *path, struct gs_plan_data *d, gs_error_t *err)
 {
   struct csv_ctx c = { .l = { .path = path }, .d = d };
-  return plan_each_line(f, path, csv_line, &c, err);
+  return gs__plan_each_line(f, path, csv_line, &c, err);
 }
