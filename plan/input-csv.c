@@ -2,8 +2,12 @@
  *   timestamp,workload,gpu_util_pct,fb_used_bytes[,label=value...]
  * with an optional header line starting "timestamp,". The timestamp is Unix seconds
  * (fractions allowed) or ISO 8601 UTC ("2024-05-01T12:00:00Z"). Blank lines and lines
- * starting with '#' are skipped. No quoting: fields hold no commas. The first bad line
- * refuses the file with "FILE:LINE: reason". */
+ * starting with '#' are skipped. No quoting: fields hold no commas, and a quote is an
+ * ordinary character (gs_csv_split's GS_CSV_PLAIN, gs-csv.h). The first bad line refuses
+ * the file with "FILE:LINE: reason".
+ *
+ * Not lib's table reader (csv-read.h): that one holds the whole text in memory (at most
+ * 16 MiB, lines of 4 KiB), while metrics files are streamed, often from gzip, and large. */
 #include "plan-internal.h"
 
 #include <errno.h>
@@ -11,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "gs-csv.h"
 
 #define CSV_MAX_FIELDS (4 + GS_PLAN_MAX_LABELS)
 
@@ -56,16 +62,8 @@ static int parse_iso_time(const char *s, double *out)
 
 static int split(char *line, struct csv_line *l, gs_error_t *err)
 {
-  l->n = 0;
-  for (char *p = line;;) {
-    if (l->n == CSV_MAX_FIELDS)
-      return line_error(l, err, "more than %d fields", CSV_MAX_FIELDS);
-    l->field[l->n++] = p;
-    p = strchr(p, ',');
-    if (!p)
-      return 0;
-    *p++ = '\0';
-  }
+  l->n = gs_csv_split(line, GS_CSV_PLAIN, l->field, CSV_MAX_FIELDS, err);
+  return l->n < 0 ? gs_error_prepend(err, "%s:%zu", l->path, l->no) : 0;
 }
 
 static int add_labels(const struct csv_line *l, struct gs_plan_workload *w, gs_error_t *err)

@@ -11,18 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gs-csv.h"
+
 static int genai_line(char *line, const char *path, size_t no, bool memory,
                       struct gs_plan_data *d, gs_error_t *err)
 {
   char *f[3];
-  int n = 0;
-  for (char *p = line; n < 3 && p; n++) {
-    f[n] = p;
-    if ((p = strchr(p, ',')))
-      *p++ = '\0';
-    if (n == 2 && p)
-      return gs_make_error(err, 0, "%s:%zu: more than 3 fields", path, no);
-  }
+  int n = gs_csv_split(line, GS_CSV_PLAIN, f, 3, err);
+  if (n < 0)
+    return gs_error_prepend(err, "%s:%zu", path, no);
   if (n != 3 || !f[2][0])
     return gs_make_error(err, 0, "%s:%zu: want 3 fields with a container_ip", path, no);
   double t, v;

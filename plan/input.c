@@ -11,6 +11,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "gs-csv.h"
+
 #define SNIFF_BYTES 4096
 
 const char *gs_plan_input_format_name(enum gs_plan_input_format f)
@@ -31,34 +33,20 @@ int gs__plan_parse_number(const char *s, double *out)
   return 0;
 }
 
-/* Removes a trailing "\n" or "\r\n"; returns the new length. */
-static size_t chomp(char *line, size_t len)
-{
-  if (len > 0 && line[len - 1] == '\n')
-    line[--len] = '\0';
-  if (len > 0 && line[len - 1] == '\r')
-    line[--len] = '\0';
-  return len;
-}
-
-int gs__plan_each_line(FILE *f, const char *path, gs__plan_line_fn fn, void *ctx, gs_error_t *err)
+int gs__plan_each_line(FILE *f, const char *path, gs__plan_line_fn fn, void *ctx,
+                       gs_error_t *err)
 {
   char *line = NULL;
   size_t cap = 0, no = 0;
-  ssize_t len;
-  int r = 0;
-  errno = 0;
-  while (r == 0 && (len = getline(&line, &cap, f)) >= 0) {
-    len = (ssize_t) chomp(line, (size_t) len);
-    if (strlen(line) != (size_t) len)
-      r = gs_make_error(err, 0, "%s:%zu: NUL byte in line", path, no + 1);
-    else
-      r = fn(ctx, line, ++no, err);
+  int r;
+  for (;;) {
+    if ((r = gs_csv_getline(f, &line, &cap, err)) < 0)
+      gs_error_prepend(err, "%s:%zu", path, no + 1);
+    if (r <= 0 || (r = fn(ctx, line, ++no, err)) < 0)
+      break;
   }
-  if (r == 0 && ferror(f))
-    r = gs_make_error(err, errno ? errno : EIO, "%s: read", path);
   free(line);
-  return r;
+  return r < 0 ? -1 : 0;
 }
 
 static ssize_t gz_read(void *cookie, char *buf, size_t size)
