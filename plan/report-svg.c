@@ -176,23 +176,24 @@ static int by_mech_then_p95(const void *a, const void *b)
 #define MX 820.0  /* memory track */
 #define MW 240.0
 
-static void util_axes(FILE *f, double height)
+/* A track's vertical grid lines, n + 1 of them across [x0, x0 + w], each under its
+ * percentage (0% to 100%). */
+static void pct_grid(FILE *f, double x0, double w, int n, double height)
 {
   char s[16];
-  for (int k = 0; k <= 4; k++) {
-    double x = UX + UW * k / 4;
+  for (int k = 0; k <= n; k++) {
+    double x = x0 + w * k / n;
     fprintf(f, "<line x1=\"%.1f\" y1=\"34\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"%s\"/>", x, x,
             height - 6, GRID);
-    snprintf(s, sizeof(s), "%d%%", 25 * k);
+    snprintf(s, sizeof(s), "%d%%", 100 / n * k);
     text(f, x, 28, "middle", 11, MUTED, s);
   }
-  for (int k = 0; k <= 2; k++) {
-    double x = MX + MW * k / 2;
-    fprintf(f, "<line x1=\"%.1f\" y1=\"34\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"%s\"/>", x, x,
-            height - 6, GRID);
-    snprintf(s, sizeof(s), "%d%%", 50 * k);
-    text(f, x, 28, "middle", 11, MUTED, s);
-  }
+}
+
+static void util_axes(FILE *f, double height)
+{
+  pct_grid(f, UX, UW, 4, height);
+  pct_grid(f, MX, MW, 2, height);
   text(f, UX, 12, "start", 12, INK, "GPU utilization: p50 (dot), p50–p95 (bar), max (whisker)");
   text(f, MX, 12, "start", 12, INK, "Memory p95 (+ headroom) of one GPU");
 }

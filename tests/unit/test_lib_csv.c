@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
 
 #include <cmocka.h>
 
 #include "gs-csv.h"
+#include "failing-file.h"
 
 static void test_quoted_split_undoes_quotes_and_doubled_quotes(void **state)
 {
@@ -129,18 +129,10 @@ static void test_getline_refuses_a_nul_byte(void **state)
   fclose(f);
 }
 
-static ssize_t failing_read(void *cookie, char *buf, size_t size)
-{
-  (void) cookie, (void) buf, (void) size;
-  errno = EIO;
-  return -1;
-}
-
 static void test_getline_reports_a_read_error_with_its_errno(void **state)
 {
   (void) state;
-  cookie_io_functions_t io = { .read = failing_read };
-  FILE *f = fopencookie(NULL, "r", io);
+  FILE *f = gs_test_failing_file();
   char *line = NULL;
   size_t cap = 0;
   gs_error_t err = NULL;

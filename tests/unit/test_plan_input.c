@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
 
 #include <cmocka.h>
 
 #include "gs-plan-io.h"
+#include "failing-file.h"
 
 /* Reads len bytes of text as fmt into d; returns what gs_plan_read returned. */
 static int read_text(const char *text, size_t len, enum gs_plan_input_format fmt,
@@ -97,18 +97,10 @@ static void test_nul_byte_names_file_and_line(void **state)
   expect_error(csv, sizeof(csv) - 1, GS_PLAN_IN_PROM, "m.csv:2: NUL byte in line");
 }
 
-static ssize_t failing_read(void *cookie, char *buf, size_t size)
-{
-  (void) cookie, (void) buf, (void) size;
-  errno = EIO;
-  return -1;
-}
-
 static void test_read_error_names_file_and_line_with_its_errno(void **state)
 {
   (void) state;
-  cookie_io_functions_t io = { .read = failing_read };
-  FILE *f = fopencookie(NULL, "r", io);
+  FILE *f = gs_test_failing_file();
   struct gs_plan_data d;
   gs_error_t err = NULL;
   gs_plan_data_init(&d);
