@@ -2,7 +2,7 @@
  * Prometheus text, Prometheus range-query JSON, Alibaba GenAI CSVs), recommends a sharing
  * mechanism for each workload, packs the fleet and prices it before and after. The
  * planning is in lib/plan-*.c; this file parses options, loads the inputs and the tables,
- * and hands the result to a writer (plan-output.c, plan-report-html.c). */
+ * and hands the result to a writer; the readers and writers are the plan library (plan/). */
 #include "cli.h"
 
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
+#include "gs-plan-io.h"
 
 #define DEFAULT_MODEL "h100-80gb"
 
@@ -139,13 +139,13 @@ static int input_error(gs_error_t *err)
   return CLI_USAGE;
 }
 
-static int load_inputs(const struct plan_opts *o, struct plan_run *p)
+static int load_inputs(const struct plan_opts *o, struct gs_plan_run *p)
 {
   gs_error_t err = NULL;
   p->inputs = xcalloc((size_t) o->nmetrics, sizeof(*p->inputs));
   for (int i = 0; i < o->nmetrics; i++) {
     p->inputs[i].path = o->metrics[i];
-    if (plan_input_read(o->metrics[i], &p->data, &p->inputs[i].format, &err) < 0)
+    if (gs_plan_input_read(o->metrics[i], &p->data, &p->inputs[i].format, &err) < 0)
       return input_error(&err);
     p->ninputs++;
   }
@@ -178,7 +178,7 @@ static const char *pick_model(const struct plan_opts *o, const struct gs_plan_da
   return DEFAULT_MODEL;
 }
 
-static int load_tables(const struct plan_opts *o, struct plan_run *p,
+static int load_tables(const struct plan_opts *o, struct gs_plan_run *p,
                        struct gs_mig_table **mig, struct gs_price_table **prices)
 {
   gs_error_t err = NULL;
@@ -196,7 +196,7 @@ static int load_tables(const struct plan_opts *o, struct plan_run *p,
   return -1;
 }
 
-static int compute(struct plan_run *p)
+static int compute(struct gs_plan_run *p)
 {
   gs_error_t err = NULL;
   size_t n = p->data.n;
@@ -213,7 +213,7 @@ static int compute(struct plan_run *p)
   return -1;
 }
 
-static int write_out(const struct plan_opts *o, const struct plan_run *p)
+static int write_out(const struct plan_opts *o, const struct gs_plan_run *p)
 {
   FILE *f = o->output ? fopen(o->output, "w") : stdout;
   if (!f) {
@@ -223,11 +223,11 @@ static int write_out(const struct plan_opts *o, const struct plan_run *p)
   }
   int r = 0;
   if (o->format == FMT_JSON)
-    r = plan_write_json(f, p);
+    r = gs_plan_write_json(f, p);
   else if (o->format == FMT_HTML)
-    plan_write_html(f, p);
+    gs_plan_write_html(f, p);
   else
-    plan_write_table(f, p);
+    gs_plan_write_table(f, p);
   bool bad = ferror(f) != 0;
   if ((o->output ? fclose(f) : fflush(f)) != 0 || bad || r < 0) {
     gs_error_t err = NULL;
@@ -237,7 +237,7 @@ static int write_out(const struct plan_opts *o, const struct plan_run *p)
   return CLI_OK;
 }
 
-static void run_release(struct plan_run *p)
+static void run_release(struct gs_plan_run *p)
 {
   gs_plan_fleet_release(&p->fleet);
   gs_plan_data_release(&p->data);
@@ -249,7 +249,7 @@ static void run_release(struct plan_run *p)
 int cli_plan(int argc, char **argv)
 {
   struct plan_opts o = { .headroom = -1 };
-  struct plan_run p = { 0 };
+  struct gs_plan_run p = { 0 };
   struct gs_mig_table *mig = NULL;
   struct gs_price_table *prices = NULL;
   int r = parse_args(argc, argv, &o);

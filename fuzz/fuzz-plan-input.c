@@ -1,4 +1,4 @@
-/* libFuzzer target for the readers of `gpuslice plan` (cli/plan-input-*.c): metrics files a
+/* libFuzzer target for the readers of `gpuslice plan` (plan/input-*.c): metrics files a
  * user hands in. The first byte picks the reader (plain CSV, Prometheus text, Prometheus
  * range-query JSON, or one of the two Alibaba GenAI CSVs); the rest is the file. A reader
  * either accepts the file or gives a one-line error; it never crashes or leaks. */
@@ -7,25 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan-input.h"
+#include "gs-plan-io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int read_as(int which, FILE *f, struct gs_plan_data *d, gs_error_t *err)
-{
-  switch (which % 5) {
-  case 0:
-    return plan_read_csv(f, "fuzz.csv", d, err);
-  case 1:
-    return plan_read_prom(f, "fuzz.prom", d, err);
-  case 2:
-    return plan_read_promjson(f, "fuzz.json", d, err);
-  case 3:
-    return plan_read_genai(f, "fuzz-util.csv", false, d, err);
-  default:
-    return plan_read_genai(f, "fuzz-mem.csv", true, d, err);
-  }
-}
+/* The name each reader sees, by format (enum gs_plan_input_format). */
+static const char *const names[] = { "fuzz.csv", "fuzz.prom", "fuzz.json", "fuzz-util.csv",
+                                     "fuzz-mem.csv" };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -37,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (!f)
     return 0;
   gs_plan_data_init(&d);
-  read_as(data[0], f, &d, &err);
+  enum gs_plan_input_format fmt = (enum gs_plan_input_format) (data[0] % 5);
+  gs_plan_read(f, names[fmt], fmt, &d, &err);
   if (err && strchr(err->msg, '\n'))
     abort(); /* errors are one line: the CLI prints them as they are */
   gs_error_release(&err);

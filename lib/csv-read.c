@@ -1,4 +1,5 @@
-/* The CSV reader behind the MIG and price tables (see csv-read.h). */
+/* The CSV reader behind the MIG and price tables (see csv-read.h): lines taken from text in
+ * memory, split by gs_csv_split (gs-csv.h). */
 #include "csv-read.h"
 
 #include <errno.h>
@@ -9,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "gs-csv.h"
 
 void gs__csv_init(struct gs__csv *c, const char *text, size_t len, const char *name)
 {
@@ -46,41 +49,11 @@ static int take_line(struct gs__csv *c, gs_error_t *err)
   return 0;
 }
 
-/* Splits buf in place into fields, undoing quotes. */
+/* Splits buf in place into fields, undoing quotes; errors name the table and line. */
 static int split(struct gs__csv *c, gs_error_t *err)
 {
-  char *r = c->buf, *w = c->buf;
-  c->n = 0;
-  for (;;) {
-    if (c->n == GS__CSV_MAX_FIELDS)
-      return gs__csv_error(c, err, "more than %d fields", GS__CSV_MAX_FIELDS);
-    c->field[c->n++] = w;
-    if (*r == '"') {
-      for (r++;; r++) {
-        if (!*r)
-          return gs__csv_error(c, err, "unterminated quoted field %d", c->n);
-        if (*r == '"' && r[1] != '"')
-          break;
-        *w++ = *r;
-        r += *r == '"';
-      }
-      r++;
-      if (*r && *r != ',')
-        return gs__csv_error(c, err, "text after the closing quote in field %d", c->n);
-    } else {
-      while (*r && *r != ',') {
-        if (*r == '"')
-          return gs__csv_error(c, err, "quote inside unquoted field %d", c->n);
-        *w++ = *r++;
-      }
-    }
-    if (!*r) {
-      *w = '\0';
-      return 1;
-    }
-    *w++ = '\0';
-    r++;
-  }
+  c->n = gs_csv_split(c->buf, GS_CSV_QUOTED, c->field, GS__CSV_MAX_FIELDS, err);
+  return c->n < 0 ? gs_error_prepend(err, "%s: line %d", c->name, c->line) : 1;
 }
 
 int gs__csv_next(struct gs__csv *c, gs_error_t *err)

@@ -2,7 +2,8 @@
  * users replace (MIG profiles, prices). It reads text held in memory, RFC 4180 style:
  * fields may be quoted, with "" for a quote inside. Lines starting with '#' and blank
  * lines are skipped. Every error names the table and the line: "<name>: line N: <why>".
- * Not for the openb traces, whose reader (trace-openb.c) is stricter on purpose. */
+ * The splitting is gs_csv_split (gs-csv.h), shared with the planner's and the openb
+ * trace readers, which read streams instead (and the openb traces refuse quotes). */
 #ifndef GS_CSV_READ_H
 #define GS_CSV_READ_H
 

@@ -10,7 +10,8 @@
  * - plan-fleet.c: packing the shared workloads onto GPUs (gs-place.h), laying MIG
  *   instances (gs-mig.h), and the monthly cost before and after (gs-price.h, gs-cost.h).
  *
- * libc and libm only, no I/O: the readers and the report live in the CLI (cli/plan*.c).
+ * libc and libm only, no I/O: the readers and the report are the plan library (plan/,
+ * gs-plan-io.h), which needs jansson and zlib.
  * docs/planner.md describes the rules and their thresholds. */
 #ifndef GS_PLAN_H
 #define GS_PLAN_H

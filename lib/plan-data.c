@@ -1,7 +1,7 @@
 /* The planner's data set (gs-plan.h): workloads found by name through an open-addressing
  * index, each with its samples and labels, and the join that turns a utilization series
  * and a memory series into samples holding both. Nothing here reads files: the readers in
- * cli/plan-input-*.c fill the data set. */
+ * plan/input-*.c fill the data set. */
 #include "gs-plan.h"
 
 #include <errno.h>

@@ -3,8 +3,8 @@
  * after, the cost waterfall, the utilization of every workload, the MIG layout, and the
  * full table with each recommendation's reason. Elements a test or a reader may look for
  * carry ids: summary, gpus-before-after, cost-waterfall, util-distribution, mig-layout,
- * workload-table. The charts are plan-report-svg.c. */
-#include "plan.h"
+ * workload-table. The charts are report-svg.c. */
+#include "plan-internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -56,11 +56,11 @@ static void card(FILE *f, const char *k, const char *v, const char *small, const
   fputs("</div></div>\n", f);
 }
 
-static void cards(FILE *f, const struct plan_run *p)
+static void cards(FILE *f, const struct gs_plan_run *p)
 {
   const struct gs_plan_fleet *fl = &p->fleet;
   int by[5], idle;
-  plan_count(p, by, &idle);
+  gs__plan_count(p, by, &idle);
   char a[64], b[64];
   fputs("<section id=\"summary\" class=\"cards\">\n", f);
   snprintf(a, sizeof(a), "%zu", p->data.n);
@@ -70,70 +70,70 @@ static void cards(FILE *f, const struct plan_run *p)
   card(f, "Idle", a, b, NULL);
   snprintf(a, sizeof(a), "%d → %d", fl->gpus_today, fl->gpus_after);
   card(f, "GPUs", a, NULL, NULL);
-  plan_money(a, sizeof(a), fl->monthly_after, false);
+  gs__plan_money(a, sizeof(a), fl->monthly_after, false);
   char m[48];
-  plan_money(m, sizeof(m), fl->monthly_before, false);
+  gs__plan_money(m, sizeof(m), fl->monthly_before, false);
   snprintf(b, sizeof(b), "from %s", m);
   card(f, "Monthly cost", a, b, NULL);
   double saving = fl->monthly_before > 0 ? 100 * (1 - fl->monthly_after / fl->monthly_before) : 0;
   snprintf(a, sizeof(a), "%.0f%%", saving);
-  plan_money(m, sizeof(m), fl->monthly_before - fl->monthly_after, false);
+  gs__plan_money(m, sizeof(m), fl->monthly_before - fl->monthly_after, false);
   snprintf(b, sizeof(b), "%s a month", m);
   card(f, "Saving", a, b, "good");
   fputs("</section>\n", f);
 }
 
-static void mix(FILE *f, const struct plan_run *p)
+static void mix(FILE *f, const struct gs_plan_run *p)
 {
   int by[5], idle;
-  plan_count(p, by, &idle);
+  gs__plan_count(p, by, &idle);
   fputs("<section class=\"panel\"><h2>What each workload gets</h2><div class=\"mix\">", f);
   for (int m = 0; m < 5; m++)
     if (by[m])
       fprintf(f, "<div style=\"flex:%d;background:%s\" title=\"%s: %d\"></div>", by[m],
-              plan_mech_colour((enum gs_plan_mechanism) m), mech_title[m], by[m]);
+              gs__plan_mech_colour((enum gs_plan_mechanism) m), mech_title[m], by[m]);
   fputs("</div><div class=\"legend\">", f);
   for (int m = 0; m < 5; m++)
     fprintf(f, "<span><i class=\"dot\" style=\"background:%s\"></i>%s <b>%d</b></span>",
-            plan_mech_colour((enum gs_plan_mechanism) m), mech_title[m], by[m]);
+            gs__plan_mech_colour((enum gs_plan_mechanism) m), mech_title[m], by[m]);
   fputs("</div></section>\n", f);
 }
 
-static void charts(FILE *f, const struct plan_run *p)
+static void charts(FILE *f, const struct gs_plan_run *p)
 {
   fputs("<div class=\"row\"><section class=\"panel\"><h2>GPUs before and after</h2>\n", f);
-  plan_svg_gpus(f, p);
+  gs__plan_svg_gpus(f, p);
   fputs("</section><section class=\"panel\"><h2>Monthly cost, step by step</h2>\n", f);
-  plan_svg_waterfall(f, p);
+  gs__plan_svg_waterfall(f, p);
   fputs("</section></div>\n<section class=\"panel\"><h2>Utilization and memory per "
         "workload</h2>\n", f);
-  plan_svg_util(f, p);
+  gs__plan_svg_util(f, p);
   fputs("</section>\n", f);
   if (p->fleet.mig.ngpus > 0) {
     fputs("<section class=\"panel\"><h2>MIG layout (profile@start)</h2>\n", f);
-    plan_svg_mig(f, p);
+    gs__plan_svg_mig(f, p);
     fputs("</section>\n", f);
   }
 }
 
-static void table_row(FILE *f, const struct plan_run *p, size_t i)
+static void table_row(FILE *f, const struct gs_plan_run *p, size_t i)
 {
   const struct gs_plan_stats *s = &p->st[i];
   const struct gs_plan_rec *r = &p->rec[i];
   fputs("<tr><td>", f);
-  plan_html_escape(f, p->data.w[i]->name);
+  gs__plan_html_escape(f, p->data.w[i]->name);
   fprintf(f, "</td><td class=\"n\">%zu</td><td class=\"n\">%.1f / %.1f / %.1f</td>"
           "<td class=\"n\">%.1f / %.1f / %.1f</td><td class=\"n%s\">%.0f%%</td>",
           s->samples, s->util_p50, s->util_p95, s->util_max, s->mem_p50 / GIB,
           s->mem_p95 / GIB, s->mem_max / GIB, r->idle ? " idle" : "", s->idle_fraction * 100);
   fprintf(f, "<td><span class=\"pill\" style=\"background:%s\">%s%s%s</span></td>"
-          "<td class=\"why\">", plan_mech_colour(r->mech), gs_plan_mechanism_name(r->mech),
+          "<td class=\"why\">", gs__plan_mech_colour(r->mech), gs_plan_mechanism_name(r->mech),
           r->profile ? " " : "", r->profile ? r->profile->name : "");
-  plan_html_escape(f, r->reason);
+  gs__plan_html_escape(f, r->reason);
   fputs("</td></tr>\n", f);
 }
 
-static void table(FILE *f, const struct plan_run *p)
+static void table(FILE *f, const struct gs_plan_run *p)
 {
   fputs("<section class=\"panel\"><h2>Every workload</h2>\n<table id=\"workload-table\">"
         "<thead><tr><th>Workload</th><th>Samples</th><th>Util % p50 / p95 / max</th>"
@@ -144,27 +144,27 @@ static void table(FILE *f, const struct plan_run *p)
   fputs("</tbody></table></section>\n", f);
 }
 
-static void footer(FILE *f, const struct plan_run *p)
+static void footer(FILE *f, const struct gs_plan_run *p)
 {
   fputs("<footer><p>Inputs: ", f);
   for (int i = 0; i < p->ninputs; i++) {
     fputs(i ? ", " : "", f);
-    plan_html_escape(f, p->inputs[i].path);
-    fprintf(f, " (%s)", plan_input_format_name(p->inputs[i].format));
+    gs__plan_html_escape(f, p->inputs[i].path);
+    fprintf(f, " (%s)", gs_plan_input_format_name(p->inputs[i].format));
   }
   fprintf(f, ". Prices: %s, $%.4f per GPU-hour on demand, ", p->gpu.model,
           p->price->on_demand);
-  plan_html_escape(f, p->price_table);
+  gs__plan_html_escape(f, p->price_table);
   fputs(" — ", f);
-  plan_html_escape(f, p->price->source);
+  gs__plan_html_escape(f, p->price->source);
   fputs(p->price->as_of[0] ? ", " : "", f);
-  plan_html_escape(f, p->price->as_of);
+  gs__plan_html_escape(f, p->price->as_of);
   fprintf(f, ". A month is %.0f hours. Percentiles are nearest-rank; a sample under %.0f%% "
           "utilization is idle; memory headroom %.0f%%. Rules: docs/planner.md.</p></footer>\n",
           GS_HOURS_PER_MONTH, GS_PLAN_IDLE_PCT, p->rules.headroom * 100);
 }
 
-void plan_write_html(FILE *f, const struct plan_run *p)
+void gs_plan_write_html(FILE *f, const struct gs_plan_run *p)
 {
   fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

@@ -4,21 +4,21 @@
  * (what /api/v1/query_range returns). Each series must name its metric in __name__:
  * DCGM_FI_DEV_GPU_UTIL (%) or DCGM_FI_DEV_FB_USED (MiB); other metrics are skipped. Both
  * may be in one file or in two. Workloads are named from the labels as for the
- * exposition text (plan-input-prom.c). */
-#include "plan-input.h"
+ * exposition text (input-prom.c). */
+#include "plan-internal.h"
 
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int labels_of(json_t *metric, struct plan_prom_labels *l)
+static int labels_of(json_t *metric, struct gs__plan_prom_labels *l)
 {
   const char *k;
   json_t *v;
   l->n = 0;
   json_object_foreach(metric, k, v) {
-    if (!json_is_string(v) || l->n == PLAN_PROM_MAX_LABELS)
+    if (!json_is_string(v) || l->n == GS__PLAN_PROM_MAX_LABELS)
       continue;
     l->key[l->n] = k;
     l->val[l->n++] = json_string_value(v);
@@ -33,7 +33,7 @@ static int point(json_t *p, double *t, double *v)
   if (!json_is_array(p) || json_array_size(p) != 2 || !json_is_number(jt) || !json_is_string(jv))
     return -1;
   *t = json_number_value(jt);
-  return plan_parse_number(json_string_value(jv), v);
+  return gs__plan_parse_number(json_string_value(jv), v);
 }
 
 static int add_series(const char *path, size_t idx, json_t *series, struct gs_plan_data *d,
@@ -49,7 +49,7 @@ static int add_series(const char *path, size_t idx, json_t *series, struct gs_pl
   bool mem = strcmp(name, "DCGM_FI_DEV_FB_USED") == 0;
   if (!mem && strcmp(name, "DCGM_FI_DEV_GPU_UTIL") != 0)
     return 0;
-  struct plan_prom_labels l;
+  struct gs__plan_prom_labels l;
   labels_of(metric, &l);
   char where[600];
   snprintf(where, sizeof(where), "%s: result %zu", path, idx);
@@ -59,14 +59,14 @@ static int add_series(const char *path, size_t idx, json_t *series, struct gs_pl
     double t, v;
     if (point(p, &t, &v) < 0)
       return gs_make_error(err, 0, "%s: value %zu: want [time, \"number\"]", where, i);
-    struct gs_plan_workload *w = plan_prom_workload(d, &l, mem, v, where, err);
+    struct gs_plan_workload *w = gs__plan_prom_workload(d, &l, mem, v, where, err);
     if (!w || gs_plan_workload_add(w, t, mem ? (double) NAN : v, mem ? v * 1048576.0 : (double) NAN, err) < 0)
       return -1;
   }
   return 0;
 }
 
-int plan_read_promjson(FILE *f, const char *path, struct gs_plan_data *d, gs_error_t *err)
+int gs__plan_read_promjson(FILE *f, const char *path, struct gs_plan_data *d, gs_error_t *err)
 {
   json_error_t jerr;
   json_t *root = json_loadf(f, 0, &jerr);

@@ -2,15 +2,21 @@
  *   timestamp,workload,gpu_util_pct,fb_used_bytes[,label=value...]
  * with an optional header line starting "timestamp,". The timestamp is Unix seconds
  * (fractions allowed) or ISO 8601 UTC ("2024-05-01T12:00:00Z"). Blank lines and lines
- * starting with '#' are skipped. No quoting: fields hold no commas. The first bad line
- * refuses the file with "FILE:LINE: reason". */
-#include "plan-input.h"
+ * starting with '#' are skipped. No quoting: fields hold no commas, and a quote is an
+ * ordinary character (gs_csv_split's GS_CSV_PLAIN, gs-csv.h). The first bad line refuses
+ * the file with "FILE:LINE: reason".
+ *
+ * Not lib's table reader (csv-read.h): that one holds the whole text in memory (at most
+ * 16 MiB, lines of 4 KiB), while metrics files are streamed, often from gzip, and large. */
+#include "plan-internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "gs-csv.h"
 
 #define CSV_MAX_FIELDS (4 + GS_PLAN_MAX_LABELS)
 
@@ -56,16 +62,8 @@ static int parse_iso_time(const char *s, double *out)
 
 static int split(char *line, struct csv_line *l, gs_error_t *err)
 {
-  l->n = 0;
-  for (char *p = line;;) {
-    if (l->n == CSV_MAX_FIELDS)
-      return line_error(l, err, "more than %d fields", CSV_MAX_FIELDS);
-    l->field[l->n++] = p;
-    p = strchr(p, ',');
-    if (!p)
-      return 0;
-    *p++ = '\0';
-  }
+  l->n = gs_csv_split(line, GS_CSV_PLAIN, l->field, CSV_MAX_FIELDS, err);
+  return l->n < 0 ? gs_error_prepend(err, "%s:%zu", l->path, l->no) : 0;
 }
 
 static int add_labels(const struct csv_line *l, struct gs_plan_workload *w, gs_error_t *err)
@@ -89,14 +87,14 @@ static int parse_line(char *line, struct csv_line *l, struct gs_plan_data *d, gs
     return line_error(l, err, "%d field%s, want timestamp,workload,gpu_util_pct,"
                       "fb_used_bytes[,label=value...]", l->n, l->n == 1 ? "" : "s");
   double t, util, mem;
-  if (plan_parse_number(l->field[0], &t) < 0 && parse_iso_time(l->field[0], &t) < 0)
+  if (gs__plan_parse_number(l->field[0], &t) < 0 && parse_iso_time(l->field[0], &t) < 0)
     return line_error(l, err, "timestamp '%.60s': want Unix seconds or ISO 8601 UTC",
                       l->field[0]);
   if (!l->field[1][0])
     return line_error(l, err, "empty workload name");
-  if (plan_parse_number(l->field[2], &util) < 0 || util < 0 || util > 100)
+  if (gs__plan_parse_number(l->field[2], &util) < 0 || util < 0 || util > 100)
     return line_error(l, err, "gpu_util_pct '%.60s': want a number 0..100", l->field[2]);
-  if (plan_parse_number(l->field[3], &mem) < 0 || mem < 0)
+  if (gs__plan_parse_number(l->field[3], &mem) < 0 || mem < 0)
     return line_error(l, err, "fb_used_bytes '%.60s': want a number of bytes >= 0",
                       l->field[3]);
   struct gs_plan_workload *w = gs_plan_data_workload(d, l->field[1], err);
@@ -119,8 +117,8 @@ static int csv_line(void *ctx, char *line, size_t no, gs_error_t *err)
   return parse_line(line, &c->l, c->d, err);
 }
 
-int plan_read_csv(FILE *f, const char *path, struct gs_plan_data *d, gs_error_t *err)
+int gs__plan_read_csv(FILE *f, const char *path, struct gs_plan_data *d, gs_error_t *err)
 {
   struct csv_ctx c = { .l = { .path = path }, .d = d };
-  return plan_each_line(f, path, csv_line, &c, err);
+  return gs__plan_each_line(f, path, csv_line, &c, err);
 }

@@ -1,6 +1,6 @@
 /* `gpuslice plan` as text: the table people read in a terminal and the JSON document
- * (keys listed in docs/planner.md, stable). The HTML report is plan-report-html.c. */
-#include "plan.h"
+ * (keys listed in docs/planner.md, stable). The HTML report is report-html.c. */
+#include "plan-internal.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -9,7 +9,7 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-void plan_count(const struct plan_run *p, int by_mech[5], int *idle)
+void gs__plan_count(const struct gs_plan_run *p, int by_mech[5], int *idle)
 {
   memset(by_mech, 0, 5 * sizeof(*by_mech));
   *idle = 0;
@@ -33,7 +33,7 @@ static void plan_label(const struct gs_plan_rec *r, char *out, size_t len)
     snprintf(out, len, "%s", m);
 }
 
-static void table_fleet(FILE *f, const struct plan_run *p)
+static void table_fleet(FILE *f, const struct gs_plan_run *p)
 {
   const struct gs_plan_fleet *fl = &p->fleet;
   fprintf(f, "\nGPUs today %d, after %d (dedicated %d, MIG %d, shared %d)\n", fl->gpus_today,
@@ -53,10 +53,10 @@ static void table_fleet(FILE *f, const struct plan_run *p)
             fl->steps[i].monthly_after);
 }
 
-void plan_write_table(FILE *f, const struct plan_run *p)
+void gs_plan_write_table(FILE *f, const struct gs_plan_run *p)
 {
   int by[5], idle;
-  plan_count(p, by, &idle);
+  gs__plan_count(p, by, &idle);
   fprintf(f, "%zu workloads on %s, headroom %.0f%%: %d dedicated, %d MIG, %d MPS, "
           "%d time-slice, %d fraction; %d idle\n\n", p->data.n, p->gpu.model,
           p->rules.headroom * 100, by[0], by[1], by[2], by[3], by[4], idle);
@@ -81,7 +81,7 @@ static json_t *num(double v)
   return isfinite(v) ? json_real(v) : json_null();
 }
 
-static json_t *workload_json(const struct plan_run *p, size_t i)
+static json_t *workload_json(const struct gs_plan_run *p, size_t i)
 {
   const struct gs_plan_stats *s = &p->st[i];
   const struct gs_plan_rec *r = &p->rec[i];
@@ -114,7 +114,7 @@ static json_t *mig_json(const struct gs_plan_fleet *fl)
   return gpus;
 }
 
-static json_t *cost_json(const struct plan_run *p)
+static json_t *cost_json(const struct gs_plan_run *p)
 {
   const struct gs_plan_fleet *fl = &p->fleet;
   json_t *steps = json_array();
@@ -133,10 +133,10 @@ static json_t *cost_json(const struct plan_run *p)
                    "commit_fraction", fl->commit_fraction, "steps", steps);
 }
 
-static json_t *summary_json(const struct plan_run *p)
+static json_t *summary_json(const struct gs_plan_run *p)
 {
   int by[5], idle;
-  plan_count(p, by, &idle);
+  gs__plan_count(p, by, &idle);
   return json_pack("{s:I, s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:I, s:I}", "workloads",
                    (json_int_t) p->data.n, "idle", idle, "by_mechanism", "dedicated", by[0],
                    "mig", by[1], "mps", by[2], "time-slice", by[3], "fraction", by[4],
@@ -144,12 +144,12 @@ static json_t *summary_json(const struct plan_run *p)
                    "workloads_dropped", (json_int_t) p->finish.workloads_dropped);
 }
 
-static json_t *plan_json(const struct plan_run *p)
+static json_t *plan_json(const struct gs_plan_run *p)
 {
   json_t *inputs = json_array(), *workloads = json_array();
   for (int i = 0; i < p->ninputs; i++)
     json_array_append_new(inputs, json_pack("{s:s, s:s}", "path", p->inputs[i].path, "format",
-                                            plan_input_format_name(p->inputs[i].format)));
+                                            gs_plan_input_format_name(p->inputs[i].format)));
   for (size_t i = 0; i < p->data.n; i++)
     json_array_append_new(workloads, workload_json(p, i));
   const struct gs_plan_fleet *fl = &p->fleet;
@@ -162,7 +162,7 @@ static json_t *plan_json(const struct plan_run *p)
                    "cost", cost_json(p));
 }
 
-int plan_write_json(FILE *f, const struct plan_run *p)
+int gs_plan_write_json(FILE *f, const struct gs_plan_run *p)
 {
   json_t *j = plan_json(p);
   if (!j)

@@ -11,7 +11,7 @@
  * pod, the GPU itself: [Hostname/]UUID. The GPU ([Hostname/]UUID, else gpu index) becomes
  * the workload's "gpu" label, so workloads on one GPU count it once today; namespace
  * becomes "namespace"; every other label is kept as it is. */
-#include "plan-input.h"
+#include "plan-internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -22,7 +22,7 @@
 
 struct prom_series {
   char *name;
-  struct plan_prom_labels l;
+  struct gs__plan_prom_labels l;
   double value, t_ms;
   bool has_t;
 };
@@ -67,7 +67,7 @@ static char *parse_labels(char *p, struct prom_series *s)
     p += strcspn(p, "= \t");
     char *end = p;
     p += strspn(p, " \t");
-    if (*p != '=' || s->l.n == PLAN_PROM_MAX_LABELS)
+    if (*p != '=' || s->l.n == GS__PLAN_PROM_MAX_LABELS)
       return NULL;
     *end = '\0';
     p++;
@@ -99,13 +99,13 @@ static int parse_series(char *line, struct prom_series *s)
     *ts++ = '\0';
     ts += strspn(ts, " \t");
   }
-  if (plan_parse_number(v, &s->value) < 0)
+  if (gs__plan_parse_number(v, &s->value) < 0)
     return -1;
-  s->has_t = *ts && plan_parse_number(ts, &s->t_ms) == 0;
+  s->has_t = *ts && gs__plan_parse_number(ts, &s->t_ms) == 0;
   return *ts && !s->has_t ? -1 : 0;
 }
 
-static const char *label(const struct plan_prom_labels *s, const char *k)
+static const char *label(const struct gs__plan_prom_labels *s, const char *k)
 {
   char exported[64];
   snprintf(exported, sizeof(exported), "exported_%s", k);
@@ -124,7 +124,8 @@ static void join3(char *out, size_t len, const char *a, const char *b, const cha
   snprintf(out, len, "%s%s%s%s%s", a ? a : "", a ? "/" : "", b, c ? "/" : "", c ? c : "");
 }
 
-static int identity(const struct plan_prom_labels *s, char *name, size_t nlen, char *gpu, size_t glen)
+static int identity(const struct gs__plan_prom_labels *s, char *name, size_t nlen, char *gpu,
+                    size_t glen)
 {
   const char *host = label(s, "Hostname"), *uuid = label(s, "UUID"), *idx = label(s, "gpu");
   const char *pod = label(s, "pod");
@@ -138,8 +139,8 @@ static int identity(const struct plan_prom_labels *s, char *name, size_t nlen, c
   return 0;
 }
 
-static int keep_labels(const struct plan_prom_labels *s, struct gs_plan_workload *w, const char *gpu,
-                       gs_error_t *err)
+static int keep_labels(const struct gs__plan_prom_labels *s, struct gs_plan_workload *w,
+                       const char *gpu, gs_error_t *err)
 {
   const char *ns = label(s, "namespace");
   if (gs_plan_workload_set_label(w, "gpu", gpu, err) < 0 ||
@@ -160,9 +161,10 @@ static bool seen_in_scrape(const struct gs_plan_workload *w, double t, bool memo
   return false;
 }
 
-struct gs_plan_workload *plan_prom_workload(struct gs_plan_data *d,
-                                           const struct plan_prom_labels *l, bool memory,
-                                           double value, const char *where, gs_error_t *err)
+struct gs_plan_workload *gs__plan_prom_workload(struct gs_plan_data *d,
+                                                const struct gs__plan_prom_labels *l,
+                                                bool memory, double value, const char *where,
+                                                gs_error_t *err)
 {
   char name[512], gpu[256];
   if (identity(l, name, sizeof(name), gpu, sizeof(gpu)) < 0)
@@ -182,7 +184,7 @@ static int add_sample(struct prom_state *st, const struct prom_series *s, bool m
 {
   char where[600];
   snprintf(where, sizeof(where), "%s:%zu", st->path, st->no);
-  struct gs_plan_workload *w = plan_prom_workload(d, &s->l, memory, s->value, where, err);
+  struct gs_plan_workload *w = gs__plan_prom_workload(d, &s->l, memory, s->value, where, err);
   if (!w)
     return -1;
   if (!s->has_t && !st->saw_help && seen_in_scrape(w, st->scrape, memory))
@@ -246,10 +248,10 @@ static int prom_each(void *ctx, char *line, size_t no, gs_error_t *err)
   return prom_line(&c->st, line, c->d, err);
 }
 
-int plan_read_prom(FILE *f, const char *path, struct gs_plan_data *d, gs_error_t *err)
+int gs__plan_read_prom(FILE *f, const char *path, struct gs_plan_data *d, gs_error_t *err)
 {
   struct prom_ctx c = { .st = { .path = path }, .d = d };
-  int r = plan_each_line(f, path, prom_each, &c, err);
+  int r = gs__plan_each_line(f, path, prom_each, &c, err);
   for (int i = 0; i < c.st.nhelp; i++)
     free(c.st.help[i]);
   return r;

@@ -1,8 +1,8 @@
 /* The charts of `gpuslice plan --format html`, each written as one inline <svg> element
  * with no script and no external reference: GPUs before and after, the cost waterfall,
  * the utilization distribution per workload, and the MIG layout. The page around them is
- * plan-report-html.c. */
-#include "plan.h"
+ * report-html.c. */
+#include "plan-internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,13 +15,13 @@
 #define TODAY "#9aa5b1"
 #define SAVED "#3ebd93"
 
-const char *plan_mech_colour(enum gs_plan_mechanism m)
+const char *gs__plan_mech_colour(enum gs_plan_mechanism m)
 {
   static const char *const c[] = { "#3b4cca", "#0fa3b1", "#f0a04b", "#b56576", "#5fad56" };
   return (unsigned) m < 5 ? c[m] : MUTED;
 }
 
-void plan_html_escape(FILE *f, const char *s)
+void gs__plan_html_escape(FILE *f, const char *s)
 {
   for (; *s; s++)
     switch (*s) {
@@ -41,7 +41,7 @@ static void bar(FILE *f, double x, double y, double w, double h, const char *fil
           x, y, w > 0 ? w : 0, h, fill);
   if (title) {
     fputs("<title>", f);
-    plan_html_escape(f, title);
+    gs__plan_html_escape(f, title);
     fputs("</title>", f);
   }
   fputs("</rect>", f);
@@ -52,13 +52,13 @@ static void text(FILE *f, double x, double y, const char *anchor, int size, cons
 {
   fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\" fill=\"%s\">",
           x, y, anchor, size, fill);
-  plan_html_escape(f, s);
+  gs__plan_html_escape(f, s);
   fputs("</text>", f);
 }
 
 /* ---- GPUs before and after ---- */
 
-void plan_svg_gpus(FILE *f, const struct plan_run *p)
+void gs__plan_svg_gpus(FILE *f, const struct gs_plan_run *p)
 {
   const struct gs_plan_fleet *fl = &p->fleet;
   const double W = 560, x0 = 90, span = W - x0 - 70;
@@ -76,7 +76,7 @@ void plan_svg_gpus(FILE *f, const struct plan_run *p)
   double x = x0;
   for (int i = 0; i < 3; i++) {
     snprintf(s, sizeof(s), "%d GPUs %s", part[i], name[i]);
-    bar(f, x, 106, span * part[i] / max, 34, plan_mech_colour(colour[i]), s);
+    bar(f, x, 106, span * part[i] / max, 34, gs__plan_mech_colour(colour[i]), s);
     x += span * part[i] / max;
   }
   snprintf(s, sizeof(s), "%d", fl->gpus_after);
@@ -89,7 +89,7 @@ void plan_svg_gpus(FILE *f, const struct plan_run *p)
 /* ---- the cost waterfall ---- */
 
 /* "$12,345", or "$1.2M" / "$45k" when short is asked for (axis labels). */
-void plan_money(char *out, size_t len, double v, bool shorter)
+void gs__plan_money(char *out, size_t len, double v, bool shorter)
 {
   double a = fabs(v);
   const char *sign = v < 0 ? "-" : "";
@@ -117,14 +117,14 @@ static void waterfall_axis(FILE *f, double max, double y0, double h, double x0, 
   for (int k = 0; k <= 4; k++) {
     double v = max * k / 4, y = y0 + h - h * k / 4;
     char s[32];
-    plan_money(s, sizeof(s), v, true);
+    gs__plan_money(s, sizeof(s), v, true);
     fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"%s\"/>", x0, y,
             W - 10, y, GRID);
     text(f, x0 - 6, y + 4, "end", 11, MUTED, s);
   }
 }
 
-void plan_svg_waterfall(FILE *f, const struct plan_run *p)
+void gs__plan_svg_waterfall(FILE *f, const struct gs_plan_run *p)
 {
   const struct gs_plan_fleet *fl = &p->fleet;
   const double W = 560, H = 280, x0 = 70, y0 = 20, h = 200;
@@ -143,9 +143,9 @@ void plan_svg_waterfall(FILE *f, const struct plan_run *p)
     double ytop = y0 + h - h * top / max, ybot = y0 + h - h * bottom / max;
     const char *label = first ? "Today" : last ? "Planned" : step_name(c - 1, fl->nsteps);
     snprintf(s, sizeof(s), "%s", first || last ? "" : fl->steps[c - 1].what);
-    bar(f, x, ytop, w, fmax(ybot - ytop, 1), first ? TODAY : last ? plan_mech_colour(0) : SAVED,
-        s[0] ? s : label);
-    plan_money(s, sizeof(s), first || last ? top : bottom - top, false);
+    bar(f, x, ytop, w, fmax(ybot - ytop, 1),
+        first ? TODAY : last ? gs__plan_mech_colour(0) : SAVED, s[0] ? s : label);
+    gs__plan_money(s, sizeof(s), first || last ? top : bottom - top, false);
     text(f, x + w / 2, ytop - 6, "middle", 12, INK, s);
     text(f, x + w / 2, y0 + h + 18, "middle", 12, INK, label);
   }
@@ -158,12 +158,12 @@ void plan_svg_waterfall(FILE *f, const struct plan_run *p)
 
 /* ---- utilization distribution ---- */
 
-static const struct plan_run *sort_run; /* qsort has no context argument */
+static const struct gs_plan_run *sort_run; /* qsort has no context argument */
 
 static int by_mech_then_p95(const void *a, const void *b)
 {
   size_t i = *(const size_t *) a, j = *(const size_t *) b;
-  const struct plan_run *p = sort_run;
+  const struct gs_plan_run *p = sort_run;
   if (p->rec[i].mech != p->rec[j].mech)
     return (int) p->rec[i].mech - (int) p->rec[j].mech;
   double x = p->st[i].util_p95, y = p->st[j].util_p95;
@@ -176,32 +176,33 @@ static int by_mech_then_p95(const void *a, const void *b)
 #define MX 820.0  /* memory track */
 #define MW 240.0
 
-static void util_axes(FILE *f, double height)
+/* A track's vertical grid lines, n + 1 of them across [x0, x0 + w], each under its
+ * percentage (0% to 100%). */
+static void pct_grid(FILE *f, double x0, double w, int n, double height)
 {
   char s[16];
-  for (int k = 0; k <= 4; k++) {
-    double x = UX + UW * k / 4;
+  for (int k = 0; k <= n; k++) {
+    double x = x0 + w * k / n;
     fprintf(f, "<line x1=\"%.1f\" y1=\"34\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"%s\"/>", x, x,
             height - 6, GRID);
-    snprintf(s, sizeof(s), "%d%%", 25 * k);
+    snprintf(s, sizeof(s), "%d%%", 100 / n * k);
     text(f, x, 28, "middle", 11, MUTED, s);
   }
-  for (int k = 0; k <= 2; k++) {
-    double x = MX + MW * k / 2;
-    fprintf(f, "<line x1=\"%.1f\" y1=\"34\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"%s\"/>", x, x,
-            height - 6, GRID);
-    snprintf(s, sizeof(s), "%d%%", 50 * k);
-    text(f, x, 28, "middle", 11, MUTED, s);
-  }
+}
+
+static void util_axes(FILE *f, double height)
+{
+  pct_grid(f, UX, UW, 4, height);
+  pct_grid(f, MX, MW, 2, height);
   text(f, UX, 12, "start", 12, INK, "GPU utilization: p50 (dot), p50–p95 (bar), max (whisker)");
   text(f, MX, 12, "start", 12, INK, "Memory p95 (+ headroom) of one GPU");
 }
 
-static void util_row(FILE *f, const struct plan_run *p, size_t i, double y)
+static void util_row(FILE *f, const struct gs_plan_run *p, size_t i, double y)
 {
   const struct gs_plan_stats *s = &p->st[i];
   const struct gs_plan_rec *r = &p->rec[i];
-  const char *c = plan_mech_colour(r->mech);
+  const char *c = gs__plan_mech_colour(r->mech);
   char name[40], tip[400];
   snprintf(name, sizeof(name), "%.26s%s", p->data.w[i]->name,
            strlen(p->data.w[i]->name) > 26 ? "…" : "");
@@ -226,7 +227,7 @@ static void util_row(FILE *f, const struct plan_run *p, size_t i, double y)
     text(f, MX + MW + 8, y + 10, "start", 10, "#c0392b", "idle");
 }
 
-void plan_svg_util(FILE *f, const struct plan_run *p)
+void gs__plan_svg_util(FILE *f, const struct gs_plan_run *p)
 {
   size_t n = p->data.n;
   size_t *order = xcalloc(n ? n : 1, sizeof(*order));
@@ -246,7 +247,7 @@ void plan_svg_util(FILE *f, const struct plan_run *p)
 
 /* ---- MIG layout: one strip of 8 memory positions per GPU ---- */
 
-void plan_svg_mig(FILE *f, const struct plan_run *p)
+void gs__plan_svg_mig(FILE *f, const struct gs_plan_run *p)
 {
   const struct gs_mig_layout *l = &p->fleet.mig;
   const double x0 = 70, slot = 60;
@@ -264,7 +265,7 @@ void plan_svg_mig(FILE *f, const struct plan_run *p)
         continue;
       snprintf(s, sizeof(s), "%s@%d", in->p->name, in->start);
       bar(f, x0 + slot * in->start + 1, y + 1, slot * in->p->mem_slices - 2, 24,
-          plan_mech_colour(GS_PLAN_MIG), p->data.w[p->fleet.mig_workload[in->demand]]->name);
+          gs__plan_mech_colour(GS_PLAN_MIG), p->data.w[p->fleet.mig_workload[in->demand]]->name);
       text(f, x0 + slot * (in->start + in->p->mem_slices / 2.0), y + 17, "middle", 11, "#fff", s);
     }
   }

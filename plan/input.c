@@ -1,8 +1,9 @@
-/* `gpuslice plan`'s input: opens a metrics file, plain or gzip-compressed (through zlib,
- * wrapped as a stdio stream so every reader just reads lines), tells its format from its
- * first bytes and hands it to the reader for that format. The extension plays no part:
- * a ".csv" holding dcgm-exporter output is read as such. */
-#include "plan-input.h"
+/* The plan library's input (gs-plan-io.h): opens a metrics file, plain or gzip-compressed
+ * (through zlib, wrapped as a stdio stream so every reader just reads lines), tells its
+ * format from its first bytes and hands it to the reader for that format. The extension
+ * plays no part: a ".csv" holding dcgm-exporter output is read as such. The helpers every
+ * reader uses (lines, numbers) are here too; the readers are input-*.c. */
+#include "plan-internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -10,16 +11,18 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "gs-csv.h"
+
 #define SNIFF_BYTES 4096
 
-const char *plan_input_format_name(enum plan_input_format f)
+const char *gs_plan_input_format_name(enum gs_plan_input_format f)
 {
   static const char *const names[] = { "csv", "prometheus", "prometheus-json", "genai-util",
                                        "genai-memory" };
   return (unsigned) f < sizeof(names) / sizeof(names[0]) ? names[f] : "?";
 }
 
-int plan_parse_number(const char *s, double *out)
+int gs__plan_parse_number(const char *s, double *out)
 {
   char *end;
   errno = 0;
@@ -30,33 +33,20 @@ int plan_parse_number(const char *s, double *out)
   return 0;
 }
 
-size_t plan_chomp(char *line, size_t len)
-{
-  if (len > 0 && line[len - 1] == '\n')
-    line[--len] = '\0';
-  if (len > 0 && line[len - 1] == '\r')
-    line[--len] = '\0';
-  return len;
-}
-
-int plan_each_line(FILE *f, const char *path, plan_line_fn fn, void *ctx, gs_error_t *err)
+int gs__plan_each_line(FILE *f, const char *path, gs__plan_line_fn fn, void *ctx,
+                       gs_error_t *err)
 {
   char *line = NULL;
   size_t cap = 0, no = 0;
-  ssize_t len;
-  int r = 0;
-  errno = 0;
-  while (r == 0 && (len = getline(&line, &cap, f)) >= 0) {
-    len = (ssize_t) plan_chomp(line, (size_t) len);
-    if (strlen(line) != (size_t) len)
-      r = gs_make_error(err, 0, "%s:%zu: NUL byte in line", path, no + 1);
-    else
-      r = fn(ctx, line, ++no, err);
+  int r;
+  for (;;) {
+    if ((r = gs_csv_getline(f, &line, &cap, err)) < 0)
+      gs_error_prepend(err, "%s:%zu", path, no + 1);
+    if (r <= 0 || (r = fn(ctx, line, ++no, err)) < 0)
+      break;
   }
-  if (r == 0 && ferror(f))
-    r = gs_make_error(err, errno ? errno : EIO, "%s: read", path);
   free(line);
-  return r;
+  return r < 0 ? -1 : 0;
 }
 
 static ssize_t gz_read(void *cookie, char *buf, size_t size)
@@ -98,16 +88,16 @@ static int sniff(const char *head)
   if (starts_with(p, "\xef\xbb\xbf"))
     p += 3;
   if (*p == '{')
-    return PLAN_IN_PROMJSON;
+    return GS_PLAN_IN_PROMJSON;
   if (starts_with(p, "value,timestamp_anon,container_ip"))
-    return PLAN_IN_GENAI_UTIL;
+    return GS_PLAN_IN_GENAI_UTIL;
   if (starts_with(p, "timestamp_anon,value,container_ip"))
-    return PLAN_IN_GENAI_MEM;
+    return GS_PLAN_IN_GENAI_MEM;
   if (*p == '#' || starts_with(p, "DCGM_FI_"))
-    return PLAN_IN_PROM;
+    return GS_PLAN_IN_PROM;
   size_t line = strcspn(p, "\n");
   if (memchr(p, ',', line))
-    return PLAN_IN_CSV;
+    return GS_PLAN_IN_CSV;
   return -1;
 }
 
@@ -126,26 +116,26 @@ static ssize_t read_head(const char *path, char *head, size_t cap, gs_error_t *e
   return (ssize_t) n;
 }
 
-static int dispatch(FILE *f, const char *path, enum plan_input_format fmt,
-                    struct gs_plan_data *d, gs_error_t *err)
+int gs_plan_read(FILE *f, const char *path, enum gs_plan_input_format fmt,
+                 struct gs_plan_data *d, gs_error_t *err)
 {
   switch (fmt) {
-  case PLAN_IN_CSV:
-    return plan_read_csv(f, path, d, err);
-  case PLAN_IN_PROM:
-    return plan_read_prom(f, path, d, err);
-  case PLAN_IN_PROMJSON:
-    return plan_read_promjson(f, path, d, err);
-  case PLAN_IN_GENAI_UTIL:
-    return plan_read_genai(f, path, false, d, err);
-  case PLAN_IN_GENAI_MEM:
-    return plan_read_genai(f, path, true, d, err);
+  case GS_PLAN_IN_CSV:
+    return gs__plan_read_csv(f, path, d, err);
+  case GS_PLAN_IN_PROM:
+    return gs__plan_read_prom(f, path, d, err);
+  case GS_PLAN_IN_PROMJSON:
+    return gs__plan_read_promjson(f, path, d, err);
+  case GS_PLAN_IN_GENAI_UTIL:
+    return gs__plan_read_genai(f, path, false, d, err);
+  case GS_PLAN_IN_GENAI_MEM:
+    return gs__plan_read_genai(f, path, true, d, err);
   }
   return gs_make_error(err, 0, "%s: unknown format", path);
 }
 
-int plan_input_read(const char *path, struct gs_plan_data *d, enum plan_input_format *fmt,
-                    gs_error_t *err)
+int gs_plan_input_read(const char *path, struct gs_plan_data *d, enum gs_plan_input_format *fmt,
+                       gs_error_t *err)
 {
   char head[SNIFF_BYTES + 1];
   ssize_t n = read_head(path, head, sizeof(head), err);
@@ -158,11 +148,11 @@ int plan_input_read(const char *path, struct gs_plan_data *d, enum plan_input_fo
     return gs_make_error(err, 0, "%s:1: not a format gpuslice plan reads (CSV, dcgm-exporter "
                          "or Prometheus text, Prometheus range-query JSON, Alibaba GenAI CSV)",
                          path);
-  *fmt = (enum plan_input_format) kind;
+  *fmt = (enum gs_plan_input_format) kind;
   FILE *f = open_maybe_gz(path, err);
   if (!f)
     return -1;
-  int r = dispatch(f, path, *fmt, d, err);
+  int r = gs_plan_read(f, path, *fmt, d, err);
   fclose(f);
   return r;
 }
