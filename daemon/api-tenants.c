@@ -238,7 +238,7 @@ static int do_register(struct api_req *rq, struct api_reply *r)
     gs_error_release(&err);
     return 0;
   }
-  if (ledger_db_tenant(d->db, t, &err) < 0) {
+  if (usage_db_tenant(d->db, t, &err) < 0) {
     GS_LOG(GS_LOG_ERROR, "tenant '%s': %s", t->name, err->msg);
     gs_error_release(&err);
   }
@@ -319,7 +319,7 @@ static int do_served(struct api_req *rq, struct tenant *t, struct api_reply *r)
   if (!json_is_integer(n) || json_integer_value(n) < 0)
     return api_error(r, 400, "field 'requests': want a count >= 0");
   t->served_requests += (uint64_t) json_integer_value(n);
-  if (ledger_db_served(rq->d->db, t, (uint64_t) json_integer_value(n), &err) < 0) {
+  if (usage_db_served(rq->d->db, t, (uint64_t) json_integer_value(n), &err) < 0) {
     GS_LOG(GS_LOG_ERROR, "tenant '%s': %s", t->name, err->msg);
     gs_error_release(&err);
   }
