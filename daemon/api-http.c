@@ -33,9 +33,8 @@ int api_error(struct api_reply *r, unsigned status, const char *fmt, ...)
   va_start(ap, fmt);
   xvasprintf(&msg, fmt, ap);
   va_end(ap);
-  for (char *p = msg; *p; p++)
-    if ((unsigned char) *p < 0x20)
-      *p = ' ';
+  /* The error is one JSON line that clients print as is: no control character, DEL included. */
+  gs_scrub_ctl(msg, ' ');
   r->status = status;
   r->json = json_pack("{s:s}", "error", msg);
   free(msg);

@@ -71,6 +71,14 @@ def test_unknown_tenants_and_routes(daemon):
     assert r.returncode == 1 and r.stderr.startswith("gpuslice: set: "), r.stderr
 
 
+def test_error_replies_are_one_line_whatever_the_path_held(daemon):
+    """The path comes back quoted in the 404; its control characters, DEL too, do not."""
+    status, body = daemon.get("/v1/line%0Abreak%7Fdel%09tab")
+    assert_error(status, body, 404)
+    assert "line break del tab" in body["error"], body
+    assert not any(ord(c) < 0x20 or ord(c) == 0x7f for c in body["error"]), body
+
+
 def test_bad_limit_changes_are_a_400_and_change_nothing(daemon):
     t = Tenant(daemon, "steady", ["--vram", "1Gi"], 64 * MIB)
     try:
