@@ -5,9 +5,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gs-version.h"
+
 json_t *api_health_json(const struct daemon *d)
 {
-  return json_pack("{s:s, s:s, s:i, s:f, s:i, s:i, s:I, s:I, s:f, s:f, s:f}", "status", "ok", "version", DAEMON_VERSION,
+  return json_pack("{s:s, s:s, s:i, s:f, s:i, s:i, s:I, s:I, s:f, s:f, s:f}", "status", "ok", "version", GS_VERSION,
                    "pid",
                    (int) getpid(), "uptime_s",
                    daemon_uptime(d), "gpus", d->snap.ngpus, "tenants", d->reg.n, "samples_total",

@@ -29,7 +29,6 @@
 #include "gs-limits.h"
 #include "gs-snapshot.h"
 
-#define DAEMON_VERSION "0.1.0"
 #define DAEMON_BODY_MAX (64 * 1024)
 
 /* ---- configuration (config.c) ---- */
