@@ -1,7 +1,7 @@
 /* The tenant routes: list, show, register (`gpuslice run`), change limits live (`gpuslice
  * set`), end (run, when its command ends), and count served requests. A caller sees only
  * their own tenants unless admin (access.c); someone else's tenant answers 404, exactly as a
- * missing one does, so that names do not leak. */
+ * missing one does, so that names do not leak. api-routes.c maps methods and paths here. */
 #include "api.h"
 
 #include <math.h>
@@ -68,7 +68,7 @@ json_t *api_tenant_json(const struct daemon *d, const struct tenant *t)
                    (json_int_t) t->served_requests);
 }
 
-static int list(struct api_req *rq, struct api_reply *r)
+int api_tenants_list(struct api_req *rq, struct api_reply *r)
 {
   json_t *a = json_array();
   for (int i = 0; i < rq->d->reg.n; i++)
@@ -212,7 +212,7 @@ static int request_fields(const json_t *body, struct tenant_request *req, char *
 
 /* ---- the routes ---- */
 
-static int do_register(struct api_req *rq, struct api_reply *r)
+int api_tenants_register(struct api_req *rq, struct api_reply *r)
 {
   struct daemon *d = rq->d;
   struct tenant_request req = { 0 };
@@ -276,8 +276,29 @@ static int vram_patch(const json_t *v, uint64_t *bytes, uint32_t *ppm, struct ap
   return 0;
 }
 
-static int do_patch(struct api_req *rq, struct tenant *t, struct api_reply *r)
+/* The tenant rq->arg names, or NULL with a 404 in r: someone else's is as missing as one
+ * that is not there, so that names do not leak. */
+static struct tenant *named_tenant(struct api_req *rq, struct api_reply *r)
 {
+  struct tenant *t = registry_find(&rq->d->reg, rq->arg);
+  if (!t || !access_may_see(&rq->peer, t)) {
+    api_error(r, 404, "no tenant '%s'", rq->arg);
+    return NULL;
+  }
+  return t;
+}
+
+int api_tenant_show(struct api_req *rq, struct api_reply *r)
+{
+  struct tenant *t = named_tenant(rq, r);
+  return t ? api_ok(r, 200, api_tenant_json(rq->d, t)) : 0;
+}
+
+int api_tenant_patch(struct api_req *rq, struct api_reply *r)
+{
+  struct tenant *t = named_tenant(rq, r);
+  if (!t)
+    return 0;
   struct gs_ledger_compute c;
   bool cgiven[3];
   uint64_t bytes;
@@ -300,8 +321,11 @@ static int do_patch(struct api_req *rq, struct tenant *t, struct api_reply *r)
   return api_ok(r, 200, api_tenant_json(rq->d, t));
 }
 
-static int do_delete(struct api_req *rq, struct tenant *t, struct api_reply *r)
+int api_tenant_end(struct api_req *rq, struct api_reply *r)
 {
+  struct tenant *t = named_tenant(rq, r);
+  if (!t)
+    return 0;
   const char *exit_arg = rq->query(rq, "exit");
   char *end = NULL;
   long status = exit_arg ? strtol(exit_arg, &end, 10) : -1;
@@ -312,10 +336,13 @@ static int do_delete(struct api_req *rq, struct tenant *t, struct api_reply *r)
   return api_ok(r, 204, NULL);
 }
 
-static int do_served(struct api_req *rq, struct tenant *t, struct api_reply *r)
+int api_tenant_served(struct api_req *rq, struct api_reply *r)
 {
+  struct tenant *t = named_tenant(rq, r);
   const json_t *n = json_object_get(rq->body, "requests");
   gs_error_t err = NULL;
+  if (!t)
+    return 0;
   if (!json_is_integer(n) || json_integer_value(n) < 0)
     return api_error(r, 400, "field 'requests': want a count >= 0");
   t->served_requests += (uint64_t) json_integer_value(n);
@@ -324,46 +351,4 @@ static int do_served(struct api_req *rq, struct tenant *t, struct api_reply *r)
     gs_error_release(&err);
   }
   return api_ok(r, 204, NULL);
-}
-
-static int one(struct api_req *rq, const char *name, const char *rest, struct api_reply *r)
-{
-  struct tenant *t = registry_find(&rq->d->reg, name);
-  if (!t || !access_may_see(&rq->peer, t))
-    return api_error(r, 404, "no tenant '%s'", name);
-  if (strcmp(rest, "/served") == 0)
-    return strcmp(rq->method, "POST") == 0 ? do_served(rq, t, r) : api_error(r, 405, "use POST");
-  if (*rest)
-    return api_error(r, 404, "no such resource: %s", rq->path);
-  if (strcmp(rq->method, "GET") == 0)
-    return api_ok(r, 200, api_tenant_json(rq->d, t));
-  if (strcmp(rq->method, "PATCH") == 0)
-    return do_patch(rq, t, r);
-  if (strcmp(rq->method, "DELETE") == 0)
-    return do_delete(rq, t, r);
-  return api_error(r, 405, "use GET, PATCH or DELETE");
-}
-
-int api_route_tenants(struct api_req *rq, struct api_reply *r)
-{
-  static const char prefix[] = "/v1/tenants";
-  char name[GS_LEDGER_NAME_MAX];
-  if (strncmp(rq->path, prefix, sizeof(prefix) - 1) != 0)
-    return 1;
-  const char *p = rq->path + sizeof(prefix) - 1;
-  if (!*p || strcmp(p, "/") == 0) {
-    if (strcmp(rq->method, "GET") == 0)
-      return list(rq, r);
-    if (strcmp(rq->method, "POST") == 0)
-      return do_register(rq, r);
-    return api_error(r, 405, "use GET or POST");
-  }
-  if (*p != '/')
-    return 1;
-  size_t n = strcspn(p + 1, "/");
-  if (n >= sizeof(name))
-    return api_error(r, 404, "no tenant with that name");
-  memcpy(name, p + 1, n);
-  name[n] = '\0';
-  return one(rq, name, p + 1 + n, r);
 }

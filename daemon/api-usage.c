@@ -41,13 +41,9 @@ static bool by_valid(const char *by)
          strspn(by + 6, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(by + 6);
 }
 
-int api_route_usage(struct api_req *rq, struct api_reply *r)
+int api_usage_report(struct api_req *rq, struct api_reply *r)
 {
   gs_error_t err = NULL;
-  if (strcmp(rq->path, "/v1/usage") != 0)
-    return 1;
-  if (strcmp(rq->method, "GET") != 0)
-    return api_error(r, 405, "use GET");
   const char *by = rq->query(rq, "by"), *since_arg = rq->query(rq, "since");
   double now = daemon_now_unix();
   by = by && *by ? by : "tenant";

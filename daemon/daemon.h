@@ -12,8 +12,9 @@
  *                   usage-db-schema.c its schema and migrations;
  *                   usage-db-report.c the usage report read from it
  *   access.c        who is calling (SO_PEERCRED) and what they may see
- *   api-http.c      the HTTP server on the Unix socket: bodies, errors, routing
- *   api-tenants.c, api-node.c, api-usage.c   the routes
+ *   api-http.c      the HTTP server on the Unix socket: bodies, errors
+ *   api-routes.c    the route table: {method, path pattern, handler}, 404 and 405
+ *   api-tenants.c, api-node.c, api-usage.c   the handlers
  *   metrics-http.c  GET /metrics and GET /health on TCP */
 #ifndef GS_DAEMON_H
 #define GS_DAEMON_H
