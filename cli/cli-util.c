@@ -17,9 +17,7 @@ int cli_usage_error(const char *verb, const char *fmt, ...)
   xvasprintf(&text, fmt, ap);
   va_end(ap);
   /* Usage errors quote what was typed: keep them one line whatever it held. */
-  for (char *p = text; *p; p++)
-    if ((unsigned char) *p < 0x20 || *p == 0x7f)
-      *p = '?';
+  gs_scrub_ctl(text, '?');
   fprintf(stderr, "gpuslice: %s%s%s\n", verb ? verb : "", verb ? ": " : "", text);
   free(text);
   return CLI_USAGE;

@@ -6,9 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifndef GS_VERSION
-#define GS_VERSION "unknown"
-#endif
+#include "gs-version.h"
 
 struct verb {
   const char *name;

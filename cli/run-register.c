@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "daemon-client.h"
-#include "gs-limits.h"
+#include "tenant-json.h"
 
 #define REGISTER_TIMEOUT_MS 5000L
 
@@ -20,30 +20,25 @@
  * runs (it would hold a connection's buffers in the daemon for every tenant). */
 static bool registered;
 
-static void add_label(const char *key, const char *value, void *data)
-{
-  json_object_set_new(data, key, json_string(value));
-}
-
-static json_t *labels_json(const char *labels)
-{
-  json_t *o = json_object();
-  gs_labels_foreach(labels, add_label, o);
-  return o;
-}
-
+/* The registration (tenant-json.h, the body the daemon reads with the same module). */
 static json_t *request_body(const struct run_tenant *t)
 {
   char dir[PATH_MAX];
-  bool bytes = t->vram_set && !t->vram_ppm;
-  bool pct = t->vram_set && t->vram_ppm;
-  return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:s, s:s}", "name", t->name, "pid", (int) getpid(),
-                   "state_dir", realpath(t->dir, dir) ? dir : t->dir, "labels", labels_json(t->labels), "vram_bytes",
-                   bytes ? json_integer((json_int_t) t->vram_bytes) : json_null(), "vram_pct",
-                   pct ? json_real((double) t->vram_ppm / 10000.0) : json_null(), "gpu",
-                   t->gpu >= 0 ? json_integer(t->gpu) : json_null(), "compute_pct",
-                   t->compute_ppm ? json_real(t->compute_ppm / 10000.0) : json_null(), "compute_policy",
-                   gs_compute_policy_name(t->compute_policy), "priority", gs_priority_name(t->priority));
+  struct tenant_json_reg reg = {
+    .name = t->name,
+    .pid = (long) getpid(),
+    .state_dir = realpath(t->dir, dir) ? dir : t->dir,
+    .labels = t->labels,
+    .gpu = t->gpu,
+    .lim = {
+      .vram_bytes = t->vram_set && !t->vram_ppm ? t->vram_bytes : GS_LIMIT_NONE,
+      .vram_ppm = t->vram_set ? (uint32_t) t->vram_ppm : 0,
+      .compute_ppm = t->compute_ppm,
+      .policy = t->compute_policy,
+      .priority = t->priority,
+    },
+  };
+  return tenant_json_reg(&reg);
 }
 
 int run_register(const struct run_tenant *t, gs_error_t *err)

@@ -4,7 +4,7 @@
  * It owns the transport: the socket (made here, mode from the config, a stale socket of a
  * dead daemon replaced, a live one refused), the caller's identity (SO_PEERCRED, access.c),
  * bodies (at most 64 KiB, else 413; POST and PATCH bodies must be a JSON object, else 400),
- * errors as {"error": "..."}, and routing to api-tenants.c, api-node.c and api-usage.c. */
+ * errors as {"error": "..."}; the route table (api-routes.c) picks the handler. */
 #include "api.h"
 
 #include <errno.h>
@@ -33,9 +33,8 @@ int api_error(struct api_reply *r, unsigned status, const char *fmt, ...)
   va_start(ap, fmt);
   xvasprintf(&msg, fmt, ap);
   va_end(ap);
-  for (char *p = msg; *p; p++)
-    if ((unsigned char) *p < 0x20)
-      *p = ' ';
+  /* The error is one JSON line that clients print as is: no control character, DEL included. */
+  gs_scrub_ctl(msg, ' ');
   r->status = status;
   r->json = json_pack("{s:s}", "error", msg);
   free(msg);
@@ -72,6 +71,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct api_
   }
   if (text)
     MHD_add_response_header(resp, "Content-Type", "application/json");
+  if (r->allow[0])
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
   enum MHD_Result ret = MHD_queue_response(conn, r->status, resp);
   MHD_destroy_response(resp);
   return ret;
@@ -89,13 +90,6 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, 
 static const char *query_arg(const struct api_req *rq, const char *name)
 {
   return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
-static void route(struct api_req *rq, struct api_reply *r)
-{
-  if (api_route_tenants(rq, r) == 0 || api_route_node(rq, r) == 0 || api_route_usage(rq, r) == 0)
-    return;
-  api_error(r, 404, "no such resource: %s", rq->path);
 }
 
 /* POST and PATCH carry a JSON object; other methods ignore any body. */
@@ -128,7 +122,7 @@ static enum MHD_Result handle(struct daemon *d, struct MHD_Connection *conn, con
     return send_error(conn, 403, "cannot tell who is calling (SO_PEERCRED)");
   }
   if (parse_body(&rq, cs, &r) == 0)
-    route(&rq, &r);
+    api_route(&rq, &r);
   GS_LOG(GS_LOG_DEBUG, "uid %u: %s %s: %u", (unsigned) rq.peer.uid, method, url, r.status);
   enum MHD_Result ret = send_reply(conn, &r);
   json_decref(r.json);

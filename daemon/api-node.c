@@ -2,12 +2,13 @@
  * sample. Every local user may read them: they say nothing about anyone's tenants. */
 #include "api.h"
 
-#include <string.h>
 #include <unistd.h>
+
+#include "gs-version.h"
 
 json_t *api_health_json(const struct daemon *d)
 {
-  return json_pack("{s:s, s:s, s:i, s:f, s:i, s:i, s:I, s:I, s:f, s:f, s:f}", "status", "ok", "version", DAEMON_VERSION,
+  return json_pack("{s:s, s:s, s:i, s:f, s:i, s:i, s:I, s:I, s:f, s:f, s:f}", "status", "ok", "version", GS_VERSION,
                    "pid",
                    (int) getpid(), "uptime_s",
                    daemon_uptime(d), "gpus", d->snap.ngpus, "tenants", d->reg.n, "samples_total",
@@ -35,15 +36,13 @@ static json_t *gpu_json(const struct daemon *d, const struct gs_snap_gpu *g)
                    "tenants", tenants_on(d, g->index), "processes", nvml_process_count(d->nvml, g->index));
 }
 
-int api_route_node(struct api_req *rq, struct api_reply *r)
+int api_node_health(struct api_req *rq, struct api_reply *r)
 {
-  bool health = strcmp(rq->path, "/v1/health") == 0 || strcmp(rq->path, "/health") == 0;
-  if (!health && strcmp(rq->path, "/v1/gpus") != 0)
-    return 1;
-  if (strcmp(rq->method, "GET") != 0)
-    return api_error(r, 405, "use GET");
-  if (health)
-    return api_ok(r, 200, api_health_json(rq->d));
+  return api_ok(r, 200, api_health_json(rq->d));
+}
+
+int api_node_gpus(struct api_req *rq, struct api_reply *r)
+{
   json_t *a = json_array();
   for (int i = 0; i < rq->d->snap.ngpus; i++)
     json_array_append_new(a, gpu_json(rq->d, &rq->d->snap.gpus[i]));

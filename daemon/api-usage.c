@@ -1,6 +1,6 @@
 /* GET /v1/usage?by=tenant|user|label:KEY&since=7d|24h|30m|RFC3339: the usage report from the
- * usage ledger (ledger-usage.c), with the node's capacity in GPU-seconds over the range the
- * ledger covers. A user's report covers their own tenants only. */
+ * usage database (usage-db-report.c), with the node's capacity in GPU-seconds over the range
+ * the database covers. A user's report covers their own tenants only. */
 #include "api.h"
 
 #include <stdio.h>
@@ -41,13 +41,9 @@ static bool by_valid(const char *by)
          strspn(by + 6, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(by + 6);
 }
 
-int api_route_usage(struct api_req *rq, struct api_reply *r)
+int api_usage_report(struct api_req *rq, struct api_reply *r)
 {
   gs_error_t err = NULL;
-  if (strcmp(rq->path, "/v1/usage") != 0)
-    return 1;
-  if (strcmp(rq->method, "GET") != 0)
-    return api_error(r, 405, "use GET");
   const char *by = rq->query(rq, "by"), *since_arg = rq->query(rq, "since");
   double now = daemon_now_unix();
   by = by && *by ? by : "tenant";
@@ -56,7 +52,7 @@ int api_route_usage(struct api_req *rq, struct api_reply *r)
   double since = since_arg && *since_arg ? parse_since(since_arg, now) : 0;
   if (since < 0)
     return api_error(r, 400, "query 'since': want a duration such as 7d, 24h, 30m, or an RFC 3339 time");
-  json_t *rows = ledger_db_usage(rq->d->db, by, since, now + 1, rq->peer.admin ? (uid_t) -1 : rq->peer.uid, &err);
+  json_t *rows = usage_db_usage(rq->d->db, by, since, now + 1, rq->peer.admin ? (uid_t) -1 : rq->peer.uid, &err);
   if (!rows) {
     api_error(r, 500, "%s", err->msg);
     gs_error_release(&err);
@@ -64,7 +60,7 @@ int api_route_usage(struct api_req *rq, struct api_reply *r)
   }
   /* What the node's GPUs could have given over the part of the range the ledger covers; only
    * in a report of every tenant, where what is not allocated is known. */
-  double first = ledger_db_first_start(rq->d->db, since, now + 1);
+  double first = usage_db_first_start(rq->d->db, since, now + 1);
   double from = first > since ? first : since, capacity = first > 0 && now > from ? rq->d->snap.ngpus * (now - from) : 0;
   return api_ok(r, 200,
                 json_pack("{s:o, s:o, s:s, s:o, s:i, s:o}", "since", api_time_json(since), "until", api_time_json(now),

@@ -66,12 +66,12 @@ static int start(struct daemon *d, gs_error_t *err)
   d->health.started_unix = daemon_now_unix();
   if (nvml_open(&d->nvml, err) < 0)
     return -1;
-  if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 || ledger_db_open(d->cfg.ledger, &d->db, err) < 0)
+  if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 || usage_db_open(d->cfg.ledger, &d->db, err) < 0)
     return -1;
   registry_init(&d->reg, d->cfg.state_dir);
   sampler_gpus(d);
   sampler_adopt(d);
-  if (ledger_db_close_orphans(d->db, &d->reg, err) < 0)
+  if (usage_db_close_orphans(d->db, &d->reg, err) < 0)
     return -1;
   sampler_run(d);
   if (api_http_start(d, err) < 0 || metrics_http_start(d, err) < 0)
@@ -87,7 +87,7 @@ static void stop(struct daemon *d)
   api_http_stop(d);
   /* The limits files stay: the tenants keep their limits until a daemon adopts them again. */
   registry_release(&d->reg);
-  ledger_db_close(d->db);
+  usage_db_close(d->db);
   sampler_release(d);
   nvml_close(d->nvml);
 }

@@ -6,13 +6,15 @@
  *   config.c        the settings table: defaults, config file, environment, flags, --help
  *   gpu-nvml.c      NVML loaded at run time: discovery and per-GPU samples
  *   registry.c      the tenants: registering, adopting, limits files, ending
- *   tenant-read.c   sampling a tenant's ledger, mirroring limits into it, its owner's end
- *   sampler.c       one sample: the node snapshot and the usage ledger's interval rows
- *   ledger-db.c     the SQLite usage ledger; ledger-schema.c its schema and migrations;
- *                   ledger-usage.c the usage report read from it
+ *   tenant-read.c   sampling a tenant's ledger (lib's reader calls), mirroring limits, its owner's end
+ *   sampler.c       one sample: the node snapshot and the usage database's interval rows
+ *   usage-db.c      the usage database (SQLite; "the usage ledger" in the docs);
+ *                   usage-db-schema.c its schema and migrations;
+ *                   usage-db-report.c the usage report read from it
  *   access.c        who is calling (SO_PEERCRED) and what they may see
- *   api-http.c      the HTTP server on the Unix socket: bodies, errors, routing
- *   api-tenants.c, api-node.c, api-usage.c   the routes
+ *   api-http.c      the HTTP server on the Unix socket: bodies, errors
+ *   api-routes.c    the route table: {method, path pattern, handler}, 404 and 405
+ *   api-tenants.c, api-node.c, api-usage.c   the handlers
  *   metrics-http.c  GET /metrics and GET /health on TCP */
 #ifndef GS_DAEMON_H
 #define GS_DAEMON_H
@@ -28,7 +30,6 @@
 #include "gs-limits.h"
 #include "gs-snapshot.h"
 
-#define DAEMON_VERSION "0.1.0"
 #define DAEMON_BODY_MAX (64 * 1024)
 
 /* ---- configuration (config.c) ---- */
@@ -150,37 +151,37 @@ void registry_sample(struct registry *r);
  * limit there. A tenant that has touched none gets GPU 0, so that it always has a row. */
 bool tenant_gpu_row(const struct tenant *t, int g, int ngpus);
 
-/* ---- usage ledger (ledger-db.c, ledger-schema.c) ---- */
+/* ---- usage database (usage-db.c, usage-db-schema.c, usage-db-report.c) ---- */
 
 struct sqlite3;
 
-struct ledger_db;
-int ledger_db_open(const char *path, struct ledger_db **out, gs_error_t *err);
-void ledger_db_close(struct ledger_db *db);
+struct usage_db;
+int usage_db_open(const char *path, struct usage_db **out, gs_error_t *err);
+void usage_db_close(struct usage_db *db);
 /* Brings the schema to the current version. */
-int ledger_schema_migrate(struct sqlite3 *db, gs_error_t *err);
-/* The ledger's schema version, or -1 with err when unreadable or newer than this daemon knows. */
-int ledger_schema_check(struct sqlite3 *db, gs_error_t *err);
-int ledger_schema_version(struct sqlite3 *db);
+int usage_db_schema_migrate(struct sqlite3 *db, gs_error_t *err);
+/* The database's schema version, or -1 with err when unreadable or newer than this daemon knows. */
+int usage_db_schema_check(struct sqlite3 *db, gs_error_t *err);
+int usage_db_schema_version(struct sqlite3 *db);
 /* Finds or writes the tenant's row (t->db_id), and restores its counters at the last
  * interval so that a restarted daemon loses nothing. */
-int ledger_db_tenant(struct ledger_db *db, struct tenant *t, gs_error_t *err);
+int usage_db_tenant(struct usage_db *db, struct tenant *t, gs_error_t *err);
 /* Writes one interval [start, end] for every tenant, in one transaction. */
-int ledger_db_interval(struct ledger_db *db, struct tenant **v, int n, int ngpus, const uint64_t *gpu_totals,
+int usage_db_interval(struct usage_db *db, struct tenant **v, int n, int ngpus, const uint64_t *gpu_totals,
                        double end, gs_error_t *err);
 /* Marks ended every tenant row left open by an earlier run that is not in the registry. */
-int ledger_db_close_orphans(struct ledger_db *db, const struct registry *r, gs_error_t *err);
-int ledger_db_tenant_end(struct ledger_db *db, const struct tenant *t, double end, gs_error_t *err);
-int ledger_db_served(struct ledger_db *db, const struct tenant *t, uint64_t requests, gs_error_t *err);
+int usage_db_close_orphans(struct usage_db *db, const struct registry *r, gs_error_t *err);
+int usage_db_tenant_end(struct usage_db *db, const struct tenant *t, double end, gs_error_t *err);
+int usage_db_served(struct usage_db *db, const struct tenant *t, uint64_t requests, gs_error_t *err);
 /* The usage report: rows grouped by "tenant", "user" or "label:KEY" since `since`, only of
  * uid unless uid is (uid_t) -1. Returns a JSON array, or NULL with err. */
-json_t *ledger_db_usage(struct ledger_db *db, const char *by, double since, double until, uid_t uid,
+json_t *usage_db_usage(struct usage_db *db, const char *by, double since, double until, uid_t uid,
                         gs_error_t *err);
 /* The start of the first interval overlapping [since, until], or 0 when there is none. */
-double ledger_db_first_start(struct ledger_db *db, double since, double until);
-struct sqlite3 *ledger_db_handle(struct ledger_db *db);
+double usage_db_first_start(struct usage_db *db, double since, double until);
+struct sqlite3 *usage_db_handle(struct usage_db *db);
 /* The time of the last interval written, or 0. */
-double ledger_db_last_end(struct ledger_db *db);
+double usage_db_last_end(struct usage_db *db);
 
 /* ---- access (access.c) ---- */
 
@@ -210,7 +211,7 @@ struct daemon {
   struct daemon_config cfg;
   struct nvml *nvml;
   struct registry reg;
-  struct ledger_db *db;
+  struct usage_db *db;
   struct gs_snapshot snap;          /* the last sample */
   uint64_t gpu_totals[GS_LEDGER_MAX_GPUS];
   struct daemon_health health;

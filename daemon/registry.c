@@ -5,7 +5,7 @@
  * daemon finds the limits files it left and adopts their tenants, limits unchanged; or the
  * daemon finds a live ledger in its state dir that nobody registered (started while it was
  * down) and adopts it with the ledger's own limits. It goes when its owner ends (DELETE) or
- * is found dead. Usage accounting for it lives in sampler.c and ledger-db.c. */
+ * is found dead. Usage accounting for it lives in sampler.c and usage-db.c. */
 #include "daemon.h"
 
 #include <dirent.h>

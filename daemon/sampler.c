@@ -113,7 +113,7 @@ void sampler_adopt(struct daemon *d)
     return;
   d->reg_changed = true;
   for (int i = 0; i < d->reg.n; i++) {
-    if (d->reg.v[i]->db_id || ledger_db_tenant(d->db, d->reg.v[i], &err) == 0)
+    if (d->reg.v[i]->db_id || usage_db_tenant(d->db, d->reg.v[i], &err) == 0)
       continue;
     GS_LOG(GS_LOG_ERROR, "tenant '%s': %s", d->reg.v[i]->name, err->msg);
     gs_error_release(&err);
@@ -125,8 +125,8 @@ void sampler_end_tenant(struct daemon *d, struct tenant *t, int exit_status)
   gs_error_t err = NULL;
   double now = daemon_now_unix();
   t->exit_status = exit_status;
-  if (ledger_db_interval(d->db, &t, 1, d->snap.ngpus, d->gpu_totals, now, &err) < 0 ||
-      ledger_db_tenant_end(d->db, t, now, &err) < 0) {
+  if (usage_db_interval(d->db, &t, 1, d->snap.ngpus, d->gpu_totals, now, &err) < 0 ||
+      usage_db_tenant_end(d->db, t, now, &err) < 0) {
     GS_LOG(GS_LOG_ERROR, "tenant '%s': %s", t->name, err->msg);
     gs_error_release(&err);
   }
@@ -151,7 +151,7 @@ int sampler_run(struct daemon *d)
   sampler_adopt(d);
   registry_sample(&d->reg);
   double now = daemon_now_unix();
-  if (ledger_db_interval(d->db, d->reg.v, d->reg.n, d->snap.ngpus, d->gpu_totals, now, &err) < 0) {
+  if (usage_db_interval(d->db, d->reg.v, d->reg.n, d->snap.ngpus, d->gpu_totals, now, &err) < 0) {
     GS_LOG(GS_LOG_ERROR, "%s", err->msg);
     gs_error_release(&err);
     errors++;

@@ -13,18 +13,19 @@
 static char oom_msg[] = "out of memory";
 static struct gs_error_s oom_error = { ENOMEM, oom_msg };
 
-/* An error is one line, and messages quote what users typed and what files held: a control
- * character there (a newline above all) is shown as '?' so the promise holds for any input. */
-static void one_line(char *msg)
+char *gs_scrub_ctl(char *s, char repl)
 {
-  for (; msg && *msg; msg++)
-    if ((unsigned char) *msg < 0x20 || *msg == 0x7f)
-      *msg = '?';
+  for (char *p = s; p && *p; p++)
+    if ((unsigned char) *p < 0x20 || *p == 0x7f)
+      *p = repl;
+  return s;
 }
 
 static int store(gs_error_t *err, int status, char *msg)
 {
-  one_line(msg);
+  /* An error is one line, and messages quote what users typed and what files held: a control
+   * character there (a newline above all) is shown as '?' so the promise holds for any input. */
+  gs_scrub_ctl(msg, '?');
   gs_error_release(err);
   gs_error_t e = msg ? malloc(sizeof(*e)) : NULL;
   if (!e) {

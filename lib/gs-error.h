@@ -26,4 +26,9 @@ int gs_error_prepend(gs_error_t *err, const char *fmt, ...) __attribute__((forma
 /* Frees *err and sets it to NULL; safe on NULL and on an empty error. */
 void gs_error_release(gs_error_t *err);
 
+/* Replaces every control character in s (below 0x20, and DEL) with repl, in place, so that a
+ * message quoting what users typed or files held stays one line on any terminal. The edges
+ * use it for the messages they make themselves. Returns s; NULL is left alone. libc only. */
+char *gs_scrub_ctl(char *s, char repl);
+
 #endif

@@ -16,28 +16,15 @@ struct hook {
   bool nvml;
 };
 
-#define CUDA_HOOK(n) { #n, (void *) n, (void **) &gs__cuda.n, false },
-#define NVML_HOOK(n) { #n, (void *) n, (void **) &gs__nvml.n, true },
-
-/* Keep in step with libgpuslice.lds: a test compares the two with the library's exports. */
-#define GS_CUDA_HOOKS(X)                                                                               \
-  X(cuGetProcAddress) X(cuGetProcAddress_v2) X(cuMemAlloc) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2)      \
-  X(cuMemAllocManaged) X(cuMemFree) X(cuMemFree_v2) X(cuMemGetInfo) X(cuMemGetInfo_v2)                 \
-  X(cuDeviceTotalMem_v2) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)         \
-  X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz) X(cuMemCreate) X(cuMemRelease) \
-  X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) X(cuMipmappedArrayCreate)                \
-  X(cuMipmappedArrayDestroy) X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)  \
-  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2)          \
-  X(cuIpcOpenMemHandle) X(cuIpcOpenMemHandle_v2) X(cuIpcCloseMemHandle) X(cuMemImportFromShareableHandle) \
-  X(cuMemMap) X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)        \
-  X(cuLaunchCooperativeKernel) X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch) X(cuGraphLaunch_ptsz)   \
-  X(cuCtxSynchronize) X(cuCtxSynchronize_v2) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz)          \
-  X(cuEventSynchronize)
-
+/* The one list of hooks (hooks.def), which the version script is generated from too. */
 static const struct hook hooks[] = {
-  GS_CUDA_HOOKS(CUDA_HOOK)
-  NVML_HOOK(nvmlDeviceGetMemoryInfo)
-  NVML_HOOK(nvmlDeviceGetMemoryInfo_v2)
+#define GS_CUDA_HOOK(n) { #n, (void *) n, (void **) &gs__cuda.n, false },
+#define GS_NVML_HOOK(n) { #n, (void *) n, (void **) &gs__nvml.n, true },
+#define GS_EXPORT(n) /* exported, but not handed out from this table */
+#include "hooks.def"
+#undef GS_CUDA_HOOK
+#undef GS_NVML_HOOK
+#undef GS_EXPORT
 };
 #define NHOOKS (sizeof(hooks) / sizeof(hooks[0]))
 

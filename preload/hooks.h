@@ -8,7 +8,7 @@
 #include "real.h"
 #include "quota.h"
 
-/* Marks a function the interposer exports. libgpuslice.lds must list it too. */
+/* Marks a function the interposer exports. hooks.def must list it too. */
 #define GS_HOOK __attribute__((visibility("default")))
 
 /* The driver lacks the function: the answer the real driver gives for an unknown entry. */

@@ -12,7 +12,9 @@ from conftest import BIN, BUILD, SIMLIB, run
 
 GPUSLICE = BIN / "gpuslice"
 PRELOAD = BUILD / "lib" / "libgpuslice.so"
-LDS = pathlib.Path(__file__).resolve().parents[2] / "preload" / "libgpuslice.lds"
+PRELOAD_SRC = pathlib.Path(__file__).resolve().parents[2] / "preload"
+HOOKS_DEF = PRELOAD_SRC / "hooks.def"
+LDS = BUILD / "preload" / "libgpuslice.lds"  # generated from hooks.def
 
 
 def plain_env(**extra):
@@ -121,7 +123,7 @@ def test_run_rejects_bad_sim_spec_before_starting_child(tmp_path, spec, token):
 
 
 def version_script_globals():
-    """Names the version script exports: the entries of its global: lists."""
+    """Names the generated version script exports: the entries of its global: lists."""
     text = re.sub(r"/\*.*?\*/", "", LDS.read_text(), flags=re.S)
     names = []
     for block in re.findall(r"global:(.*?)(?:local:|\})", text, flags=re.S):
@@ -129,18 +131,13 @@ def version_script_globals():
     return set(names)
 
 
-PRELOAD_SRC = LDS.parent
-
-
-def hook_table_names():
-    """Names in hook-dlsym.c's hook table: the GS_CUDA_HOOKS list and the NVML_HOOK entries."""
-    text = (PRELOAD_SRC / "hook-dlsym.c").read_text()
-    m = re.search(r"#define GS_CUDA_HOOKS\(X\)((?:.*\\\n)*.*\n)", text)
-    assert m, "GS_CUDA_HOOKS not found in hook-dlsym.c"
-    cuda = re.findall(r"X\((\w+)\)", m.group(1))
-    nvml = re.findall(r"^\s*NVML_HOOK\((\w+)\)", text, flags=re.M)
-    assert len(cuda) == len(set(cuda)) and nvml, (cuda, nvml)
-    return set(cuda) | set(nvml)
+def hook_list():
+    """The one list of hooks, preload/hooks.def: (hook table entries, every exported name)."""
+    text = HOOKS_DEF.read_text()
+    hooks = re.findall(r"^GS_(?:CUDA|NVML)_HOOK\((\w+)\)$", text, flags=re.M)
+    exports = hooks + re.findall(r"^GS_EXPORT\((\w+)\)$", text, flags=re.M)
+    assert len(exports) == len(set(exports)) and hooks, exports
+    return set(hooks), set(exports)
 
 
 def hook_definitions():
@@ -151,16 +148,39 @@ def hook_definitions():
     return names
 
 
+def object_exports():
+    """Defined symbols of default visibility in the interposer's own objects (GS_HOOK, and the
+    trampoline's dlsym): what it would export were there no version script. CMake passes the
+    objects' paths in GS_PRELOAD_OBJECTS."""
+    objects = [o for o in os.environ.get("GS_PRELOAD_OBJECTS", "").split(":") if o]
+    assert objects, "GS_PRELOAD_OBJECTS is not set (tests/integration/CMakeLists.txt sets it)"
+    names = set()
+    for obj in objects:
+        r = run(["readelf", "-sW", obj])
+        assert r.returncode == 0, r.stderr
+        for line in r.stdout.splitlines():
+            f = line.split()
+            # Num: Value Size Type Bind Vis Ndx Name; "__" names are the compiler's and runtimes'.
+            if len(f) == 8 and f[4] in ("GLOBAL", "WEAK") and f[5] == "DEFAULT" and f[6] != "UND" \
+                    and not f[7].startswith("__"):
+                names.add(f[7])
+    return names
+
+
 def test_interposer_exports_exactly_the_version_script_and_hook_table():
-    """The three lists that must agree: what the library exports, what libgpuslice.lds
-    lets it export, and what hook-dlsym.c hands out by name (plus dlsym itself, through
-    which the hand-out happens). A hook missing from any one is a path that escapes."""
+    """What must agree with the one list of hooks, preload/hooks.def: what the library
+    exports, what the generated libgpuslice.lds lets it export, what is defined with GS_HOOK,
+    and what the objects would export. hook-dlsym.c's table is hooks.def itself, and a listed
+    hook with no definition fails the link. A hook missing from any one is a path that
+    escapes; a definition the list lacks is a hook that is never exported."""
     r = run(["nm", "-D", "--defined-only", PRELOAD])
     assert r.returncode == 0, r.stderr
     exported = {line.split()[-1].split("@")[0] for line in r.stdout.splitlines() if line.strip()}
-    expected = hook_table_names() | {"dlsym"}
+    hooks, expected = hook_list()
+    assert expected == hooks | {"dlsym"}, expected ^ (hooks | {"dlsym"})
     assert version_script_globals() == expected, version_script_globals() ^ expected
     assert hook_definitions() == expected, hook_definitions() ^ expected
+    assert object_exports() == expected, object_exports() ^ expected
     assert exported == expected, exported ^ expected
 
 

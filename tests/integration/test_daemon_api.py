@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from conftest import run
+from daemon_http import UnixConnection
 from daemon_env import (GPUSLICE, MIB, PYTHON, Tenant, as_user, as_user_request, daemon, ensure_user,  # noqa: F401
                         needs_root, shared_root, user_dir, Daemon)
 
@@ -69,6 +70,49 @@ def test_unknown_tenants_and_routes(daemon):
     assert_error(*daemon.get("/v1/usage?since=yesterday"), 400)
     r = run([GPUSLICE, "set", "nobody", "--vram", "1G"], env=daemon.env)
     assert r.returncode == 1 and r.stderr.startswith("gpuslice: set: "), r.stderr
+
+
+def test_error_replies_are_one_line_whatever_the_path_held(daemon):
+    """The path comes back quoted in the 404; its control characters, DEL too, do not."""
+    status, body = daemon.get("/v1/line%0Abreak%7Fdel%09tab")
+    assert_error(status, body, 404)
+    assert "line break del tab" in body["error"], body
+    assert not any(ord(c) < 0x20 or ord(c) == 0x7f for c in body["error"]), body
+
+
+def raw_request(daemon, method, path):
+    """(status, Allow header, parsed body) of one request with no body."""
+    conn = UnixConnection(daemon.sock)
+    conn.request(method, path)
+    resp = conn.getresponse()
+    text = resp.read()
+    conn.close()
+    return resp.status, resp.getheader("Allow"), json.loads(text) if text else None
+
+
+@pytest.mark.parametrize("method,path,allow,message", [
+    ("DELETE", "/v1/gpus", "GET", "use GET"),
+    ("PUT", "/v1/tenants", "GET, POST", "use GET or POST"),
+    ("POST", "/v1/tenants/anyone", "GET, PATCH, DELETE", "use GET, PATCH or DELETE"),
+    ("GET", "/v1/tenants/anyone/served", "POST", "use POST"),
+    ("POST", "/v1/usage", "GET", "use GET"),
+])
+def test_a_wrong_method_is_a_405_that_names_the_right_ones(daemon, method, path, allow, message):
+    status, allow_header, body = raw_request(daemon, method, path)
+    assert_error(status, body, 405)
+    assert allow_header == allow and body["error"] == message, (allow_header, body)
+
+
+@pytest.mark.parametrize("path", ["/v1/tenants/", "/v1/gpus/", "/health"])
+def test_a_route_answers_with_or_without_a_trailing_slash(daemon, path):
+    assert daemon.get(path)[0] == 200
+
+
+@pytest.mark.parametrize("path", ["/v1/tenantsx", "/v1/tenants//served", "/v1/tenants/a/b", "/v2/gpus", "/"])
+def test_a_path_no_route_has_is_a_404(daemon, path):
+    status, allow, body = raw_request(daemon, "GET", path)
+    assert_error(status, body, 404)
+    assert allow is None and body["error"].startswith("no such resource: "), body
 
 
 def test_bad_limit_changes_are_a_400_and_change_nothing(daemon):

@@ -6,7 +6,7 @@ import subprocess
 
 from daemon_env import GPUSLICE, Daemon, shared_root  # noqa: F401 (fixture)
 
-# The schema as gpuslice's first daemon wrote it (daemon/ledger-schema.c, migration 1).
+# The schema as gpuslice's first daemon wrote it (daemon/usage-db-schema.c, migration 1).
 V1 = """
 CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at REAL NOT NULL);
 CREATE TABLE tenants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, uid INTEGER NOT NULL, user TEXT NOT NULL,

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -79,6 +80,30 @@ static void test_errors_stay_one_line_whatever_they_quote(void **state)
   gs_error_release(&err);
 }
 
+/* The one scrubber behind every one-line message: errors, the CLI's usage errors, the
+ * daemon's {"error": ...} replies. */
+static void test_scrub_ctl_replaces_control_characters_and_del_only(void **state)
+{
+  static const struct {
+    const char *in, *want;
+  } cases[] = {
+    { "plain text", "plain text" },
+    { "a\nb\rc\td", "a_b_c_d" },
+    { "\x01\x1f\x7f", "___" },
+    { " ~", " ~" },                       /* 0x20 and 0x7e are printable */
+    { "caf\xc3\xa9", "caf\xc3\xa9" },      /* UTF-8 bytes (>= 0x80) are kept */
+    { "", "" },
+  };
+  (void) state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%s", cases[i].in);
+    assert_ptr_equal(gs_scrub_ctl(buf, '_'), buf);
+    assert_string_equal(buf, cases[i].want);
+  }
+  assert_null(gs_scrub_ctl(NULL, '_'));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -88,6 +113,7 @@ int main(void)
     cmocka_unit_test(test_prepend_without_error_makes_one),
     cmocka_unit_test(test_make_error_replaces_previous_error),
     cmocka_unit_test(test_errors_stay_one_line_whatever_they_quote),
+    cmocka_unit_test(test_scrub_ctl_replaces_control_characters_and_del_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,8 @@
-/* The usage ledger: SQLite in WAL mode, one transaction per sampling interval, so that a
- * daemon killed with SIGKILL loses at most the interval it was in. Each interval row keeps
+/* The usage database (the docs' "usage ledger"): SQLite in WAL mode, one transaction per
+ * sampling interval, so that a daemon killed with SIGKILL loses at most the interval it was in. Each interval row keeps
  * the tenant's cumulative device-time counters too: a restarted daemon picks up from the
  * last row, and the gap while it was down is charged in full at its first interval.
- * The schema is in ledger-schema.c. */
+ * The schema is in usage-db-schema.c, the usage report in usage-db-report.c. */
 #include "daemon.h"
 
 #include <errno.h>
@@ -15,12 +15,12 @@
 
 #include "gs-fs.h"
 
-struct ledger_db {
+struct usage_db {
   sqlite3 *db;
   sqlite3_stmt *insert_interval;
 };
 
-static int db_fail(struct ledger_db *db, const char *what, gs_error_t *err)
+static int db_fail(struct usage_db *db, const char *what, gs_error_t *err)
 {
   return gs_make_error(err, 0, "usage ledger: %s: %s", what, sqlite3_errmsg(db->db));
 }
@@ -47,16 +47,16 @@ static const char insert_interval_sql[] =
   " vram_limit_bytes, compute_limit_ppm, throttled_seconds, gpu_ns_total, throttled_ns_total, compute_policy,"
   " priority, allocated_gpu_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 
-static int configure(struct ledger_db *db, gs_error_t *err)
+static int configure(struct usage_db *db, gs_error_t *err)
 {
-  /* A ledger newer than this daemon is refused before anything is written to it. */
-  if (ledger_schema_check(db->db, err) < 0)
+  /* A database newer than this daemon is refused before anything is written to it. */
+  if (usage_db_schema_check(db->db, err) < 0)
     return -1;
   if (sqlite3_exec(db->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -512;",
                    NULL, NULL, NULL) != SQLITE_OK)
     return db_fail(db, "set WAL mode", err);
   sqlite3_busy_timeout(db->db, 5000);
-  if (ledger_schema_migrate(db->db, err) < 0)
+  if (usage_db_schema_migrate(db->db, err) < 0)
     return -1;
   if (sqlite3_prepare_v3(db->db, insert_interval_sql, -1, SQLITE_PREPARE_PERSISTENT, &db->insert_interval, NULL) !=
       SQLITE_OK)
@@ -64,26 +64,26 @@ static int configure(struct ledger_db *db, gs_error_t *err)
   return 0;
 }
 
-int ledger_db_open(const char *path, struct ledger_db **out, gs_error_t *err)
+int usage_db_open(const char *path, struct usage_db **out, gs_error_t *err)
 {
   if (create_file(path, err) < 0)
     return -1;
-  struct ledger_db *db = xcalloc(1, sizeof(*db));
+  struct usage_db *db = xcalloc(1, sizeof(*db));
   if (sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
     gs_make_error(err, 0, "usage ledger '%s': %s", path, db->db ? sqlite3_errmsg(db->db) : "out of memory");
-    ledger_db_close(db);
+    usage_db_close(db);
     return -1;
   }
   if (configure(db, err) < 0) {
     gs_error_prepend(err, "'%s'", path);
-    ledger_db_close(db);
+    usage_db_close(db);
     return -1;
   }
   *out = db;
   return 0;
 }
 
-void ledger_db_close(struct ledger_db *db)
+void usage_db_close(struct usage_db *db)
 {
   if (!db)
     return;
@@ -93,7 +93,7 @@ void ledger_db_close(struct ledger_db *db)
 }
 
 /* Runs sql with the binds given as "i" (int64) and "t" (text) and "d" (double); 0 or -1. */
-static int exec_bound(struct ledger_db *db, const char *sql, const char *types, const void *const *vals,
+static int exec_bound(struct usage_db *db, const char *sql, const char *types, const void *const *vals,
                       gs_error_t *err)
 {
   sqlite3_stmt *st = NULL;
@@ -113,7 +113,7 @@ static int exec_bound(struct ledger_db *db, const char *sql, const char *types, 
 }
 
 struct label_insert {
-  struct ledger_db *db;
+  struct usage_db *db;
   int64_t id;
   int rc;
   gs_error_t *err;
@@ -128,14 +128,14 @@ static void insert_label(const char *key, const char *value, void *data)
                         vals, li->err);
 }
 
-static int insert_labels(struct ledger_db *db, const struct tenant *t, gs_error_t *err)
+static int insert_labels(struct usage_db *db, const struct tenant *t, gs_error_t *err)
 {
   struct label_insert li = { db, t->db_id, 0, err };
   gs_labels_foreach(t->labels, insert_label, &li);
   return li.rc;
 }
 
-static int insert_tenant(struct ledger_db *db, struct tenant *t, gs_error_t *err)
+static int insert_tenant(struct usage_db *db, struct tenant *t, gs_error_t *err)
 {
   int64_t uid = t->uid, pid = t->owner_pid, created = (int64_t) t->created_unix_ns;
   double started = (double) t->created_unix_ns / 1e9;
@@ -150,7 +150,7 @@ static int insert_tenant(struct ledger_db *db, struct tenant *t, gs_error_t *err
 }
 
 /* The counters at the tenant's last interval row, so that the next row carries on from there. */
-static void restore_counters(struct ledger_db *db, struct tenant *t)
+static void restore_counters(struct usage_db *db, struct tenant *t)
 {
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(db->db,
@@ -172,7 +172,7 @@ static void restore_counters(struct ledger_db *db, struct tenant *t)
   sqlite3_finalize(st);
 }
 
-int ledger_db_tenant(struct ledger_db *db, struct tenant *t, gs_error_t *err)
+int usage_db_tenant(struct usage_db *db, struct tenant *t, gs_error_t *err)
 {
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(db->db, "SELECT id, served_requests FROM tenants WHERE name = ? AND created_unix_ns = ?", -1,
@@ -205,7 +205,7 @@ static double allocated_seconds(uint32_t cppm, uint64_t limit, uint64_t total, d
   return frac > 0 ? (frac * len > used ? frac * len : used) : used;
 }
 
-static int insert_row(struct ledger_db *db, struct tenant *t, int g, uint64_t gpu_total, double start, double end)
+static int insert_row(struct usage_db *db, struct tenant *t, int g, uint64_t gpu_total, double start, double end)
 {
   sqlite3_stmt *st = db->insert_interval;
   struct tenant_gpu *tg = &t->gpu[g];
@@ -232,7 +232,7 @@ static int insert_row(struct ledger_db *db, struct tenant *t, int g, uint64_t gp
   return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
 }
 
-static int tenant_rows(struct ledger_db *db, struct tenant *t, int ngpus, const uint64_t *gpu_totals, double end)
+static int tenant_rows(struct usage_db *db, struct tenant *t, int ngpus, const uint64_t *gpu_totals, double end)
 {
   double start = t->last_end > 0 ? t->last_end : (double) t->created_unix_ns / 1e9;
   if (!t->db_id || !t->sampled || end <= start)
@@ -261,7 +261,7 @@ static void advance(struct tenant **v, int n, double end)
   }
 }
 
-int ledger_db_interval(struct ledger_db *db, struct tenant **v, int n, int ngpus, const uint64_t *gpu_totals,
+int usage_db_interval(struct usage_db *db, struct tenant **v, int n, int ngpus, const uint64_t *gpu_totals,
                        double end, gs_error_t *err)
 {
   if (sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
@@ -282,7 +282,7 @@ int ledger_db_interval(struct ledger_db *db, struct tenant **v, int n, int ngpus
   return 0;
 }
 
-int ledger_db_tenant_end(struct ledger_db *db, const struct tenant *t, double end, gs_error_t *err)
+int usage_db_tenant_end(struct usage_db *db, const struct tenant *t, double end, gs_error_t *err)
 {
   int64_t status = t->exit_status;
   if (!t->db_id)
@@ -295,7 +295,7 @@ int ledger_db_tenant_end(struct ledger_db *db, const struct tenant *t, double en
   return exec_bound(db, "UPDATE tenants SET ended_at = ?, exit_status = ? WHERE id = ?", "dii", vals, err);
 }
 
-int ledger_db_served(struct ledger_db *db, const struct tenant *t, uint64_t requests, gs_error_t *err)
+int usage_db_served(struct usage_db *db, const struct tenant *t, uint64_t requests, gs_error_t *err)
 {
   int64_t n = (int64_t) requests;
   const void *vals[] = { &n, &t->db_id };
@@ -310,7 +310,7 @@ static bool registered(const struct registry *r, int64_t id)
   return false;
 }
 
-int ledger_db_close_orphans(struct ledger_db *db, const struct registry *r, gs_error_t *err)
+int usage_db_close_orphans(struct usage_db *db, const struct registry *r, gs_error_t *err)
 {
   sqlite3_stmt *st = NULL;
   int64_t ids[256];
@@ -334,7 +334,7 @@ int ledger_db_close_orphans(struct ledger_db *db, const struct registry *r, gs_e
   return 0;
 }
 
-double ledger_db_last_end(struct ledger_db *db)
+double usage_db_last_end(struct usage_db *db)
 {
   sqlite3_stmt *st = NULL;
   double end = 0;
@@ -345,7 +345,7 @@ double ledger_db_last_end(struct ledger_db *db)
   return end;
 }
 
-struct sqlite3 *ledger_db_handle(struct ledger_db *db)
+struct sqlite3 *usage_db_handle(struct usage_db *db)
 {
   return db->db;
 }

@@ -1,6 +1,6 @@
-/* The usage ledger's schema and its migrations. The schema has a version (PRAGMA
+/* The usage database's schema and its migrations. The schema has a version (PRAGMA
  * user_version, and one row per applied migration in schema_migrations); a daemon brings an
- * older ledger up to date at start, each step in its own transaction, and refuses a ledger
+ * older database up to date at start, each step in its own transaction, and refuses one
  * newer than it knows. docs/ledger-schema.md describes every table and column.
  *
  * Times are unix seconds (REAL); byte figures are INTEGER; NULL limits mean unlimited. */
@@ -62,7 +62,7 @@ static int db_fail(sqlite3 *db, const char *what, gs_error_t *err)
   return gs_make_error(err, 0, "usage ledger: %s: %s", what, sqlite3_errmsg(db));
 }
 
-int ledger_schema_version(sqlite3 *db)
+int usage_db_schema_version(sqlite3 *db)
 {
   sqlite3_stmt *st = NULL;
   int v = -1;
@@ -107,9 +107,9 @@ static int apply(sqlite3 *db, const struct migration *m, gs_error_t *err)
   return 0;
 }
 
-int ledger_schema_check(sqlite3 *db, gs_error_t *err)
+int usage_db_schema_check(sqlite3 *db, gs_error_t *err)
 {
-  int have = ledger_schema_version(db);
+  int have = usage_db_schema_version(db);
   if (have < 0)
     return db_fail(db, "read the schema version", err);
   if (have > SCHEMA_VERSION)
@@ -118,9 +118,9 @@ int ledger_schema_check(sqlite3 *db, gs_error_t *err)
   return have;
 }
 
-int ledger_schema_migrate(sqlite3 *db, gs_error_t *err)
+int usage_db_schema_migrate(sqlite3 *db, gs_error_t *err)
 {
-  int have = ledger_schema_check(db, err);
+  int have = usage_db_schema_check(db, err);
   if (have < 0)
     return -1;
   if (sqlite3_exec(db,

@@ -1,4 +1,4 @@
-/* The usage report (GET /v1/usage, `gpuslice usage`): the usage ledger's intervals in a time
+/* The usage report (GET /v1/usage, `gpuslice usage`): the usage database's intervals in a time
  * range, summed per tenant and then per group: the tenant's name, its user, or one of its
  * labels. Each row also sums the GPU-seconds its tenants held (allocated), for cost
  * attribution. Intervals are counted whole when they overlap the range (they are one sampling
@@ -31,9 +31,9 @@ static json_t *row_json(sqlite3_stmt *st)
                    (json_int_t) sqlite3_column_int64(st, 5), "allocated_gpu_seconds", sqlite3_column_double(st, 6));
 }
 
-json_t *ledger_db_usage(struct ledger_db *db, const char *by, double since, double until, uid_t uid, gs_error_t *err)
+json_t *usage_db_usage(struct usage_db *db, const char *by, double since, double until, uid_t uid, gs_error_t *err)
 {
-  sqlite3 *h = ledger_db_handle(db);
+  sqlite3 *h = usage_db_handle(db);
   sqlite3_stmt *st = NULL;
   const char *kind = strncmp(by, "label:", 6) == 0 ? "label" : by;
   if (sqlite3_prepare_v2(h, usage_sql, -1, &st, NULL) != SQLITE_OK) {
@@ -58,11 +58,11 @@ json_t *ledger_db_usage(struct ledger_db *db, const char *by, double since, doub
   return rows;
 }
 
-double ledger_db_first_start(struct ledger_db *db, double since, double until)
+double usage_db_first_start(struct usage_db *db, double since, double until)
 {
   sqlite3_stmt *st = NULL;
   double first = 0;
-  if (sqlite3_prepare_v2(ledger_db_handle(db), "SELECT MIN(start_at) FROM intervals WHERE end_at > ?1 AND start_at < ?2",
+  if (sqlite3_prepare_v2(usage_db_handle(db), "SELECT MIN(start_at) FROM intervals WHERE end_at > ?1 AND start_at < ?2",
                          -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_double(st, 1, since);
     sqlite3_bind_double(st, 2, until);
