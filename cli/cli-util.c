@@ -44,6 +44,31 @@ int cli_bad_option(const char *verb, char **argv, int c)
   return cli_usage_error(verb, "%s: %s (see gpuslice %s --help)", opt, why, verb);
 }
 
+int cli_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv, int *next)
+{
+  gs_error_t err = NULL;
+  int r = gs_opt_defaults(t, dst, &err);
+  if (r == 0)
+    r = gs_opt_parse(t, dst, argc, argv, next, &err);
+  if (r == GS_OPT_HELP_ASKED) {
+    gs_opt_help(t, stdout);
+    return CLI_OK;
+  }
+  if (r < 0) {
+    cli_usage_error(t->verb, "%s", err->msg);
+    gs_error_release(&err);
+    return CLI_USAGE;
+  }
+  return -1;
+}
+
+int cli_no_operands(const char *verb, int argc, char **argv, int next)
+{
+  if (next < argc)
+    return cli_usage_error(verb, "'%s': unexpected argument (see gpuslice %s --help)", argv[next], verb);
+  return -1;
+}
+
 int cli_wait_status(int wstatus)
 {
   if (WIFEXITED(wstatus))

@@ -111,7 +111,8 @@ void gs_opt_help(const struct gs_opt_table *t, FILE *f);
 /* The Markdown table of docs/cli.md: | Option | Effect |, or with an Environment column
  * when any option has one. */
 void gs_opt_markdown(const struct gs_opt_table *t, FILE *f);
-/* The man page section of one verb (.SS, synopsis, summary, .TP per option). */
+/* The man page section of one verb (.SS, synopsis, summary, intro, .TP per option); for
+ * gpuslice's own table (verb NULL) only the .TP entries. */
 void gs_opt_man(const struct gs_opt_table *t, FILE *f);
 /* "-s, --seconds N": how an option is shown. */
 void gs_opt_label(const struct gs_opt *o, char *buf, size_t size);

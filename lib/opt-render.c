@@ -173,24 +173,33 @@ static void man_prose(FILE *f, const char *s)
   }
 }
 
-void gs_opt_man(const struct gs_opt_table *t, FILE *f)
+static void man_synopsis(const struct gs_opt_table *t, FILE *f)
 {
-  char label[128], help[1024];
-  fprintf(f, ".SS \"gpuslice %s\"\n", t->verb ? t->verb : "");
+  char line[1024];
   const char *p = t->synopsis;
+  fprintf(f, ".SS \"gpuslice %s\"\n", t->verb);
   while (*p) {
     size_t n = strcspn(p, "\n");
-    snprintf(label, sizeof(label), "%.*s", (int) n, p);
+    snprintf(line, sizeof(line), "%.*s", (int) n, p);
     fputs(".B gpuslice\n", f);
-    man_text(f, label);
+    man_text(f, line);
     fputs("\n.br\n", f);
     p += n + (p[n] == '\n');
   }
   fputs(".PP\n", f);
-  if (t->summary)
+  if (t->summary) {
     man_prose(f, t->summary);
+    fputs(".PP\n", f);
+  }
   if (t->intro)
     man_prose(f, t->intro);
+}
+
+void gs_opt_man(const struct gs_opt_table *t, FILE *f)
+{
+  char label[128], help[1024];
+  if (t->verb)
+    man_synopsis(t, f);
   for (int i = 0; i < t->nopts; i++) {
     gs_opt_label(&t->opts[i], label, sizeof(label));
     help_with_default(&t->opts[i], t->opts[i].def, "", true, help, sizeof(help));
