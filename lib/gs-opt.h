@@ -51,6 +51,7 @@ struct gs_opt {
   const char *want;   /* what a bad value is told to be ("a number > 0"); NULL: from kind and bounds */
   const char *env;    /* the environment variable that sets it (config tables), or NULL */
   const char *(*def_now)(void); /* a default known only at run time; def is then what docs show */
+  bool (*valid)(const char *value); /* STRING: a value it refuses is a bad value (told `want`) */
   unsigned flags;
 };
 

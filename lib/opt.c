@@ -42,6 +42,8 @@ static void describe_want(const struct gs_opt *o, char *buf, size_t size)
     }
   } else if (o->kind == GS_OPT_MODE) {
     snprintf(buf, size, "an octal mode");
+  } else if (o->kind == GS_OPT_STRING) {
+    snprintf(buf, size, "another value");
   } else {
     const char *what = o->kind == GS_OPT_INT ? "a whole number" : o->kind == GS_OPT_PERCENT ? "a percentage" : "a number";
     snprintf(buf, size, "%s from %g to %g", what, o->min, o->max);
@@ -140,6 +142,8 @@ int gs_opt_set(const struct gs_opt *o, void *dst, const char *value, const char 
   case GS_OPT_HELP:
     return 0;
   case GS_OPT_STRING:
+    if (o->valid && !o->valid(value))
+      return bad_value(o, value, from, err);
     set_string(o, field, value);
     return 0;
   case GS_OPT_CALL:

@@ -23,8 +23,14 @@ struct opts {
   int format;
   unsigned mode;
   char *owned;
+  const char *level;
   int calls;
 };
+
+static bool error_or_info(const char *value)
+{
+  return strcmp(value, "error") == 0 || strcmp(value, "info") == 0;
+}
 
 static int count_call(void *dst, const char *arg, gs_error_t *err)
 {
@@ -50,6 +56,8 @@ static const struct gs_opt entries[] = {
     .env = "GS_TEST_MODE", .flags = GS_OPT_SETTING, .help = "Permissions of the socket, octal." },
   { .name = "owned", .arg = "S", .kind = GS_OPT_STRING, .offset = OFF(owned), .flags = GS_OPT_OWNED | GS_OPT_SETTING,
     .help = "Kept" },
+  { .name = "level", .arg = "L", .kind = GS_OPT_STRING, .offset = OFF(level), .valid = error_or_info,
+    .want = "error or info", .flags = GS_OPT_SETTING, .help = "Checked" },
   { .name = "call", .arg = "X", .kind = GS_OPT_CALL, .parse = count_call, .flags = GS_OPT_REPEAT, .help = "Counted" },
   GS_OPT_HELP_ENTRY,
 };
@@ -133,6 +141,7 @@ static void test_bad_input_gives_one_line_naming_it(void **state)
     { "--format", "xml", "--format 'xml': want table, json or html" },
     { "--socket-mode", "0999", "--socket-mode '0999': want an octal mode" },
     { "--call", "bad", "--call: 'bad' is bad" },
+    { "--level", "loud", "--level 'loud': want error or info" },
     { "--name", "--", "--name: missing value" },
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -170,6 +179,7 @@ static void test_config_file_and_environment_use_the_same_setters(void **state)
   assert_int_equal(gs_opt_load_file(&table, &o, path, true, &err), 0);
   assert_int_equal(o.mode, 0600);
   assert_string_equal(o.owned, "kept value");
+  assert_null(o.level);
   setenv("GS_TEST_MODE", "0640", 1);
   assert_int_equal(gs_opt_load_env(&table, &o, &err), 0);
   assert_int_equal(o.mode, 0640);
@@ -185,6 +195,13 @@ static void test_config_file_and_environment_use_the_same_setters(void **state)
   close(fd);
   assert_int_equal(gs_opt_load_file(&table, &o, path, true, &err), -1);
   assert_true(strstr(err->msg, ":1: unknown setting 'json'") != NULL);
+  gs_error_release(&err);
+  /* A string its check refuses names the file, the line and the key, as a bad number does. */
+  fd = open(path, O_WRONLY | O_TRUNC);
+  dprintf(fd, "level info\nlevel loud\n");
+  close(fd);
+  assert_int_equal(gs_opt_load_file(&table, &o, path, true, &err), -1);
+  assert_true(strstr(err->msg, ":2: level 'loud': want error or info") != NULL);
   gs_error_release(&err);
   unlink(path);
 }
