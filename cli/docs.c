@@ -23,11 +23,11 @@
 #define END_MARK "<!-- END generated -->"
 
 extern const struct gs_opt_table cli_main_table, cli_demo_table, cli_pack_table, cli_plan_table, cli_ps_table,
-    cli_gpus_table, cli_top_table, cli_prices_table, cli_run_table, cli_savings_table, cli_usage_table, cli_set_table;
+    cli_gpus_table, cli_top_table, cli_prices_table, cli_run_table, cli_savings_table, cli_usage_table, cli_set_table, cli_mig_table;
 
 const struct gs_opt_table *const cli_tables[] = {
   &cli_main_table, &cli_run_table, &cli_demo_table, &cli_pack_table, &cli_plan_table, &cli_ps_table,
-  &cli_gpus_table, &cli_top_table, &cli_usage_table, &cli_set_table, &cli_savings_table, &cli_prices_table, NULL,
+  &cli_gpus_table, &cli_top_table, &cli_usage_table, &cli_set_table, &cli_mig_table, &cli_savings_table, &cli_prices_table, NULL,
 };
 
 static const char *table_name(const struct gs_opt_table *t)
