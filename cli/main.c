@@ -39,8 +39,9 @@ struct main_opts {
 
 static const struct gs_opt main_entries[] = {
   GS_OPT_HELP_ENTRY,
+  /* Acts when met, as --help does, so that `gpuslice --version --bogus` prints the version. */
   { .name = "version", .letter = 'V', .kind = GS_OPT_FLAG, .offset = offsetof(struct main_opts, version),
-    .help = "Show the version and exit" },
+    .flags = GS_OPT_STOP, .help = "Show the version and exit" },
 };
 
 const struct gs_opt_table cli_main_table = {

@@ -35,6 +35,8 @@ enum {
   GS_OPT_ABOVE_MIN = 1 << 1, /* min itself is out of bounds */
   GS_OPT_OWNED = 1 << 2,     /* GS_OPT_STRING: keep a copy (free it with gs_opt_release) */
   GS_OPT_SETTING = 1 << 3,   /* also a key of the config file (gs_opt_load_file) */
+  GS_OPT_STOP = 1 << 4,      /* acts when met, as --help does: parsing stops after it, so what
+                                follows is neither read nor refused (--version --bogus) */
 };
 
 struct gs_opt {
@@ -83,7 +85,8 @@ enum { GS_OPT_GO_ON = 0, GS_OPT_HELP_ASKED = 1 };
 int gs_opt_defaults(const struct gs_opt_table *t, void *dst, gs_error_t *err);
 /* Parses argv's options into dst with getopt_long (from argv[1]; optind is reset). Returns
  * GS_OPT_GO_ON with *next the index of the first operand, GS_OPT_HELP_ASKED, or -1 with err
- * ("--frobnicate: unknown option (see gpuslice run --help)"). Defaults are not set here. */
+ * ("--frobnicate: unknown option (see gpuslice run --help)"). Defaults are not set here.
+ * After a GS_OPT_STOP option it returns GS_OPT_GO_ON at once, *next just after it. */
 int gs_opt_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv, int *next, gs_error_t *err);
 /* Sets one option from text; `from` prefixes the error ("option", "FILE:LINE", an env var):
  * NULL gives "--name 'value': want ...". Returns 0, or -1 with err. */

@@ -274,6 +274,8 @@ int gs_opt_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv,
       return GS_OPT_HELP_ASKED;
     if (apply(t, i, seen, dst, err) < 0)
       return -1;
+    if (t->opts[i].flags & GS_OPT_STOP)
+      break;
   }
   *next = optind;
   return GS_OPT_GO_ON;

@@ -24,6 +24,7 @@ struct opts {
   unsigned mode;
   char *owned;
   const char *level;
+  bool stop;
   int calls;
 };
 
@@ -59,6 +60,7 @@ static const struct gs_opt entries[] = {
   { .name = "level", .arg = "L", .kind = GS_OPT_STRING, .offset = OFF(level), .valid = error_or_info,
     .want = "error or info", .flags = GS_OPT_SETTING, .help = "Checked" },
   { .name = "call", .arg = "X", .kind = GS_OPT_CALL, .parse = count_call, .flags = GS_OPT_REPEAT, .help = "Counted" },
+  { .name = "stop", .kind = GS_OPT_FLAG, .offset = OFF(stop), .flags = GS_OPT_STOP, .help = "Acts at once" },
   GS_OPT_HELP_ENTRY,
 };
 static const struct gs_opt_table table = {
@@ -124,6 +126,22 @@ static void test_help_stops_parsing(void **state)
   int next;
   assert_int_equal(parse(&o, &msg, &next, "-h", "--bogus", NULL), GS_OPT_HELP_ASKED);
   assert_null(msg);
+}
+
+static void test_a_stop_option_acts_when_met(void **state)
+{
+  (void) state;
+  struct opts o = { 0 };
+  char *msg;
+  int next = 0;
+  assert_int_equal(parse(&o, &msg, &next, "--json", "--stop", "--bogus", "--seconds", "x", NULL), GS_OPT_GO_ON);
+  assert_null(msg);
+  assert_true(o.json && o.stop);
+  assert_int_equal(next, 3);
+  /* What comes before it is still read, and refused when bad. */
+  assert_int_equal(parse(&o, &msg, &next, "--bogus", "--stop", NULL), -1);
+  assert_string_equal(msg, "--bogus: unknown option (see gpuslice demo --help)");
+  free(msg);
 }
 
 static void test_bad_input_gives_one_line_naming_it(void **state)
@@ -240,6 +258,7 @@ int main(void)
     cmocka_unit_test(test_defaults_come_from_the_entries),
     cmocka_unit_test(test_typed_values_land_in_the_struct_and_parsing_stops_at_an_operand),
     cmocka_unit_test(test_help_stops_parsing),
+    cmocka_unit_test(test_a_stop_option_acts_when_met),
     cmocka_unit_test(test_bad_input_gives_one_line_naming_it),
     cmocka_unit_test(test_once_tables_refuse_a_repeat_but_not_a_repeatable),
     cmocka_unit_test(test_config_file_and_environment_use_the_same_setters),
