@@ -3,7 +3,8 @@
  * Hidden: scripts/gen-docs.sh and tests/integration/test_cli_docs.py are its users.
  *
  *   md    copies Markdown from stdin to stdout, rewriting each block between
- *         <!-- BEGIN generated: NAME --> and <!-- END generated --> as table NAME's options
+ *         <!-- BEGIN generated: NAME --> and <!-- END generated --> as table NAME's options,
+ *         or, for NAME-settings, as the settings of table NAME (the daemon's)
  *   man   prints the whole man page (docs/gpuslice.1)
  *   list  prints one line per table: its name, then its long options
  *
@@ -21,13 +22,14 @@
 
 #define BEGIN_MARK "<!-- BEGIN generated: "
 #define END_MARK "<!-- END generated -->"
+#define SETTINGS_SUFFIX "-settings"
 
 extern const struct gs_opt_table cli_main_table, cli_demo_table, cli_pack_table, cli_plan_table, cli_ps_table,
     cli_gpus_table, cli_top_table, cli_prices_table, cli_run_table, cli_savings_table, cli_usage_table, cli_set_table, cli_mig_table;
 
 const struct gs_opt_table *const cli_tables[] = {
   &cli_main_table, &cli_run_table, &cli_demo_table, &cli_pack_table, &cli_plan_table, &cli_ps_table,
-  &cli_gpus_table, &cli_top_table, &cli_usage_table, &cli_set_table, &cli_mig_table, &cli_savings_table, &cli_prices_table, NULL,
+  &cli_gpus_table, &cli_top_table, &cli_usage_table, &cli_set_table, &cli_mig_table, &cli_savings_table, &cli_prices_table, &daemon_opt_table, NULL,
 };
 
 static const char *table_name(const struct gs_opt_table *t)
@@ -43,27 +45,34 @@ static const struct gs_opt_table *find_table(const char *name)
   return NULL;
 }
 
-/* The name in "<!-- BEGIN generated: NAME -->\n", or NULL when line is not a begin mark. */
-static const struct gs_opt_table *begin_mark(const char *line, char *name, size_t size)
+/* The name in "<!-- BEGIN generated: NAME -->\n", or NULL when line is not a begin mark.
+ * *settings tells a NAME-settings block. */
+static const struct gs_opt_table *begin_mark(const char *line, char *name, size_t size, bool *settings)
 {
   if (strncmp(line, BEGIN_MARK, strlen(BEGIN_MARK)) != 0)
     return NULL;
   snprintf(name, size, "%.*s", (int) strcspn(line + strlen(BEGIN_MARK), " \n"), line + strlen(BEGIN_MARK));
-  return find_table(name);
+  size_t n = strlen(name), k = strlen(SETTINGS_SUFFIX);
+  *settings = n > k && strcmp(name + n - k, SETTINGS_SUFFIX) == 0;
+  if (!*settings)
+    return find_table(name);
+  char base[64];
+  snprintf(base, sizeof(base), "%.*s", (int) (n - k), name);
+  return find_table(base);
 }
 
 static int docs_md(FILE *in, FILE *out)
 {
   char line[4096], name[64];
-  bool skipping = false;
+  bool skipping = false, settings;
   while (fgets(line, sizeof(line), in)) {
     if (skipping && strncmp(line, END_MARK, strlen(END_MARK)) != 0)
       continue;
     fputs(line, out);
     skipping = false;
-    const struct gs_opt_table *t = begin_mark(line, name, sizeof(name));
+    const struct gs_opt_table *t = begin_mark(line, name, sizeof(name), &settings);
     if (t) {
-      gs_opt_markdown(t, out);
+      (settings ? gs_opt_markdown_settings : gs_opt_markdown)(t, out);
       skipping = true;
     } else if (strncmp(line, BEGIN_MARK, strlen(BEGIN_MARK)) == 0) {
       return cli_usage_error("__docs", "no option table named '%s'", name);

@@ -115,6 +115,12 @@ void gs_opt_help(const struct gs_opt_table *t, FILE *f);
 /* The Markdown table of docs/cli.md: | Option | Effect |, or with an Environment column
  * when any option has one. */
 void gs_opt_markdown(const struct gs_opt_table *t, FILE *f);
+/* The settings table of docs/configuration.md: the GS_OPT_SETTING entries' config keys, flags,
+ * environment variables, defaults (def, as a system install has them) and help. */
+void gs_opt_markdown_settings(const struct gs_opt_table *t, FILE *f);
+/* The body of a commented sample config file: per setting its help, its environment
+ * variable, and "#key default", each setting after a blank line. */
+void gs_opt_sample(const struct gs_opt_table *t, FILE *f);
 /* The man page section of one verb (.SS, synopsis, summary, intro, .TP per option); for
  * gpuslice's own table (verb NULL) only the .TP entries. */
 void gs_opt_man(const struct gs_opt_table *t, FILE *f);

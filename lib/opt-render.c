@@ -1,6 +1,8 @@
 /* What an option table looks like to people: a verb's --help, its Markdown table in
- * docs/cli.md, and its section of the man page (docs/gpuslice.1). All three show the same
- * entries, help texts and defaults, so none can drift from what the parser does. */
+ * docs/cli.md, its section of the man page (docs/gpuslice.1), and for a table of settings
+ * the commented sample config file and the settings table of docs/configuration.md. All
+ * show the same entries, help texts and defaults, so none can drift from what the parser
+ * does. */
 #include "gs-opt.h"
 
 #include <stdarg.h>
@@ -104,10 +106,11 @@ void gs_opt_help(const struct gs_opt_table *t, FILE *f)
 
 /* ---- Markdown ---- */
 
+/* Text in a table cell: '|' would end the cell, and '<' start an HTML tag ("run-<pid>"). */
 static void md_text(FILE *f, const char *s)
 {
   for (; *s; s++) {
-    if (*s == '|')
+    if (*s == '|' || *s == '<')
       fputc('\\', f);
     fputc(*s == '\n' ? ' ' : *s, f);
   }
@@ -138,6 +141,41 @@ void gs_opt_markdown(const struct gs_opt_table *t, FILE *f)
             : "| Option | Effect |\n|--------|--------|\n", f);
   for (int i = 0; i < t->nopts; i++)
     md_row(f, &t->opts[i], env);
+}
+
+/* | Setting | Flag | Environment | Default | Effect |, for the entries that are settings. */
+void gs_opt_markdown_settings(const struct gs_opt_table *t, FILE *f)
+{
+  char key[64];
+  fputs("| Setting | Flag | Environment | Default | Effect |\n|---------|------|-------------|---------|--------|\n", f);
+  for (int i = 0; i < t->nopts; i++) {
+    const struct gs_opt *o = &t->opts[i];
+    if (!(o->flags & GS_OPT_SETTING))
+      continue;
+    gs_opt_key(o, key, sizeof(key));
+    fprintf(f, "| `%s` | `--%s` | %s%s%s | ", key, o->name, o->env ? "`" : "", o->env ? o->env : "",
+            o->env ? "`" : "");
+    fprintf(f, "%s%s%s | ", o->def ? "`" : "", o->def ? o->def : "", o->def ? "`" : "");
+    md_text(f, o->help);
+    fputs(" |\n", f);
+  }
+}
+
+/* ---- the sample config file ---- */
+
+void gs_opt_sample(const struct gs_opt_table *t, FILE *f)
+{
+  char key[64];
+  for (int i = 0; i < t->nopts; i++) {
+    const struct gs_opt *o = &t->opts[i];
+    if (!(o->flags & GS_OPT_SETTING))
+      continue;
+    gs_opt_key(o, key, sizeof(key));
+    fprintf(f, "\n# %s\n", o->help);
+    if (o->env)
+      fprintf(f, "# Environment: %s\n", o->env);
+    fprintf(f, "#%s %s\n", key, o->def ? o->def : "");
+  }
 }
 
 /* ---- the man page ---- */

@@ -252,6 +252,20 @@ static void test_help_and_markdown_show_every_entry_with_its_default(void **stat
   free(md);
 }
 
+static void test_settings_render_as_sample_config_and_settings_table(void **state)
+{
+  (void) state;
+  char *sample = render(gs_opt_sample);
+  assert_non_null(strstr(sample, "\n# Permissions of the socket, octal.\n# Environment: GS_TEST_MODE\n#socket_mode 0666\n"));
+  assert_null(strstr(sample, "json"));
+  free(sample);
+  char *md = render(gs_opt_markdown_settings);
+  assert_true(strncmp(md, "| Setting | Flag | Environment | Default | Effect |\n", 51) == 0);
+  assert_non_null(strstr(md, "| `socket_mode` | `--socket-mode` | `GS_TEST_MODE` | `0666` | Permissions of the socket, octal. |\n"));
+  assert_null(strstr(md, "--json"));
+  free(md);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -263,6 +277,7 @@ int main(void)
     cmocka_unit_test(test_once_tables_refuse_a_repeat_but_not_a_repeatable),
     cmocka_unit_test(test_config_file_and_environment_use_the_same_setters),
     cmocka_unit_test(test_help_and_markdown_show_every_entry_with_its_default),
+    cmocka_unit_test(test_settings_render_as_sample_config_and_settings_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
