@@ -40,9 +40,29 @@ def tables():
     return {line.split()[0]: line.split()[1:] for line in r.stdout.splitlines()}
 
 
+def listed_verbs():
+    r = subprocess.run([str(GPUSLICE), "--help"], capture_output=True, text=True, timeout=60)
+    commands = r.stdout.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
+    return {line.split()[0] for line in commands.splitlines()}
+
+
 def test_every_verb_has_a_table():
-    names = set(tables())
-    assert {"gpuslice", "demo"} <= names
+    assert set(tables()) == listed_verbs() | {"gpuslice"}
+
+
+def generated_blocks(md):
+    return set(re.findall(r"^<!-- BEGIN generated: (\S+) -->$", (REPO / md).read_text(), flags=re.M))
+
+
+def test_every_table_is_in_cli_md():
+    # A table whose options are another's (gpus has ps's) is documented by that one's block.
+    t, blocks = tables(), generated_blocks("docs/cli.md")
+    for name, opts in t.items():
+        assert name in blocks or any(t[b] == opts for b in blocks if b in t), f"docs/cli.md has no block for {name}"
+
+
+def test_the_daemon_settings_are_in_configuration_md():
+    assert "daemon-settings" in generated_blocks("docs/configuration.md")
 
 
 def help_options(verb):
