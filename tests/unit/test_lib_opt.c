@@ -184,6 +184,20 @@ static void test_once_tables_refuse_a_repeat_but_not_a_repeatable(void **state)
   free(msg);
 }
 
+/* Writes text to path and checks that loading it fails with an error holding expect. */
+static void assert_load_fails(const char *path, const char *text, const char *expect)
+{
+  struct opts o = { 0 };
+  gs_error_t err = NULL;
+  int fd = open(path, O_WRONLY | O_TRUNC);
+  assert_true(fd >= 0);
+  dprintf(fd, "%s", text);
+  close(fd);
+  assert_int_equal(gs_opt_load_file(&table, &o, path, true, &err), -1);
+  assert_non_null(strstr(err->msg, expect));
+  gs_error_release(&err);
+}
+
 static void test_config_file_and_environment_use_the_same_setters(void **state)
 {
   (void) state;
@@ -208,19 +222,9 @@ static void test_config_file_and_environment_use_the_same_setters(void **state)
   unsetenv("GS_TEST_MODE");
   gs_opt_release(&table, &o);
   assert_null(o.owned);
-  fd = open(path, O_WRONLY | O_TRUNC);
-  dprintf(fd, "json yes\n");
-  close(fd);
-  assert_int_equal(gs_opt_load_file(&table, &o, path, true, &err), -1);
-  assert_true(strstr(err->msg, ":1: unknown setting 'json'") != NULL);
-  gs_error_release(&err);
+  assert_load_fails(path, "json yes\n", ":1: unknown setting 'json'");
   /* A string its check refuses names the file, the line and the key, as a bad number does. */
-  fd = open(path, O_WRONLY | O_TRUNC);
-  dprintf(fd, "level info\nlevel loud\n");
-  close(fd);
-  assert_int_equal(gs_opt_load_file(&table, &o, path, true, &err), -1);
-  assert_true(strstr(err->msg, ":2: level 'loud': want error or info") != NULL);
-  gs_error_release(&err);
+  assert_load_fails(path, "level info\nlevel loud\n", ":2: level 'loud': want error or info");
   unlink(path);
 }
 
