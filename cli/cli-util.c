@@ -2,7 +2,6 @@
  * line, "gpuslice: <what>: <why>", and nothing else. */
 #include "cli.h"
 
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,18 +29,6 @@ int cli_fail(const char *verb, gs_error_t *err)
   fprintf(stderr, "gpuslice: %s: %s\n", verb, *err ? (*err)->msg : "unknown error");
   gs_error_release(err);
   return CLI_FAILURE;
-}
-
-int cli_bad_option(const char *verb, char **argv, int c)
-{
-  /* For a short option getopt names it in optopt; for a long one only argv tells which. */
-  char shortopt[3] = { '-', (char) optopt, '\0' };
-  const char *last = optind > 0 ? argv[optind - 1] : "";
-  const char *opt = strncmp(last, "--", 2) == 0 || !optopt ? last : shortopt;
-  const char *why = c == ':' ? "missing value" : "unknown option";
-  if (!verb)
-    return cli_usage_error(NULL, "%s: %s (see gpuslice --help)", opt, why);
-  return cli_usage_error(verb, "%s: %s (see gpuslice %s --help)", opt, why, verb);
 }
 
 int cli_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv, int *next)

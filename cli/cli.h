@@ -30,9 +30,6 @@ int cli_prices(int argc, char **argv);
 int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints "gpuslice: <verb>: <err->msg>" on stderr, releases err and returns CLI_FAILURE. */
 int cli_fail(const char *verb, gs_error_t *err);
-/* Reports what getopt_long returned c ('?' or ':') for, when its optstring starts with "+:".
- * verb is NULL for gpuslice's own options. */
-int cli_bad_option(const char *verb, char **argv, int c);
 
 /* Sets t's defaults in dst, then parses argv's options into it. Returns -1 to go on, with
  * *next the first operand, or the exit status to return now: CLI_OK after printing --help,
