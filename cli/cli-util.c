@@ -2,7 +2,6 @@
  * line, "gpuslice: <what>: <why>", and nothing else. */
 #include "cli.h"
 
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,16 +29,29 @@ int cli_fail(const char *verb, gs_error_t *err)
   return CLI_FAILURE;
 }
 
-int cli_bad_option(const char *verb, char **argv, int c)
+int cli_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv, int *next)
 {
-  /* For a short option getopt names it in optopt; for a long one only argv tells which. */
-  char shortopt[3] = { '-', (char) optopt, '\0' };
-  const char *last = optind > 0 ? argv[optind - 1] : "";
-  const char *opt = strncmp(last, "--", 2) == 0 || !optopt ? last : shortopt;
-  const char *why = c == ':' ? "missing value" : "unknown option";
-  if (!verb)
-    return cli_usage_error(NULL, "%s: %s (see gpuslice --help)", opt, why);
-  return cli_usage_error(verb, "%s: %s (see gpuslice %s --help)", opt, why, verb);
+  gs_error_t err = NULL;
+  int r = gs_opt_defaults(t, dst, &err);
+  if (r == 0)
+    r = gs_opt_parse(t, dst, argc, argv, next, &err);
+  if (r == GS_OPT_HELP_ASKED) {
+    gs_opt_help(t, stdout);
+    return CLI_OK;
+  }
+  if (r < 0) {
+    cli_usage_error(t->verb, "%s", err->msg);
+    gs_error_release(&err);
+    return CLI_USAGE;
+  }
+  return -1;
+}
+
+int cli_no_operands(const char *verb, int argc, char **argv, int next)
+{
+  if (next < argc)
+    return cli_usage_error(verb, "'%s': unexpected argument (see gpuslice %s --help)", argv[next], verb);
+  return -1;
 }
 
 int cli_wait_status(int wstatus)

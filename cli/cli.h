@@ -6,6 +6,7 @@
 #define GS_CLI_H
 
 #include "gpuslice.h"
+#include "gs-opt.h"
 
 enum { CLI_OK = 0, CLI_FAILURE = 1, CLI_USAGE = 2 };
 
@@ -29,9 +30,17 @@ int cli_prices(int argc, char **argv);
 int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints "gpuslice: <verb>: <err->msg>" on stderr, releases err and returns CLI_FAILURE. */
 int cli_fail(const char *verb, gs_error_t *err);
-/* Reports what getopt_long returned c ('?' or ':') for, when its optstring starts with "+:".
- * verb is NULL for gpuslice's own options. */
-int cli_bad_option(const char *verb, char **argv, int c);
+
+/* Sets t's defaults in dst, then parses argv's options into it. Returns -1 to go on, with
+ * *next the first operand, or the exit status to return now: CLI_OK after printing --help,
+ * CLI_USAGE after printing the error line. */
+int cli_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv, int *next);
+/* For verbs that take no operands: -1 when argv[next] is the end, else the usage error. */
+int cli_no_operands(const char *verb, int argc, char **argv, int next);
+
+/* Every option table the CLI has, for `gpuslice __docs` (docs.c); NULL-terminated. */
+extern const struct gs_opt_table *const cli_tables[];
+int cli_docs(int argc, char **argv);
 
 /* The shell's reading of a wait status: the exit code, or 128 + the signal number. */
 int cli_wait_status(int wstatus);

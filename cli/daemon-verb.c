@@ -2,7 +2,7 @@
  * reporting, JSON printing, and lenient reads of reply fields. */
 #include "daemon-verb.h"
 
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "cli.h"
@@ -45,46 +45,25 @@ bool jhas_num(const json_t *o, const char *key)
   return json_is_number(json_object_get(o, key));
 }
 
-static int parse_simple(const char *verb, const char *usage, int argc, char **argv,
-                        const char **socket, bool *json)
-{
-  static const struct option opts[] = {
-    { "socket", required_argument, NULL, 'S' },
-    { "json", no_argument, NULL, 'j' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  int c;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'h':
-      fputs(usage, stdout);
-      return CLI_OK;
-    case 'S':
-      *socket = optarg;
-      break;
-    case 'j':
-      *json = true;
-      break;
-    default:
-      return cli_bad_option(verb, argv, c);
-    }
-  }
-  if (optind < argc)
-    return cli_usage_error(verb, "'%s': unexpected argument (see gpuslice %s --help)",
-                           argv[optind], verb);
-  return -1;
-}
+const struct gs_opt verb_list_entries[VERB_LIST_NOPTS] = {
+  { .name = "json", .kind = GS_OPT_FLAG, .offset = offsetof(struct verb_list_opts, json),
+    .help = "Print JSON (keys documented in docs/cli.md)" },
+  VERB_SOCKET_ENTRY(struct verb_list_opts),
+  GS_OPT_HELP_ENTRY,
+};
 
-int verb_list(const char *verb, const char *usage, int argc, char **argv, const char *path,
-              const char *key, struct table *(*build)(const json_t *))
+int verb_list(const struct gs_opt_table *opts, int argc, char **argv, const char *path, const char *key,
+              struct table *(*build)(const json_t *))
 {
-  const char *socket = NULL;
-  bool json = false;
-  int r = parse_simple(verb, usage, argc, argv, &socket, &json);
+  const char *verb = opts->verb;
+  struct verb_list_opts o = { 0 };
+  int next, r = cli_parse(opts, &o, argc, argv, &next);
+  if (r < 0)
+    r = cli_no_operands(verb, argc, argv, next);
   if (r >= 0)
     return r;
+  const char *socket = o.socket;
+  bool json = o.json;
   _cleanup_json_ json_t *reply = NULL;
   if ((r = verb_request(verb, socket, "GET", path, NULL, &reply)) != CLI_OK)
     return r;

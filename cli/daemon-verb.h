@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "daemon-client.h"
+#include "gs-opt.h"
 #include "table.h"
 
 /* Sends the request to the daemon at socket (NULL: the default). On success returns 0 with
@@ -16,21 +17,27 @@
 int verb_request(const char *verb, const char *socket, const char *method, const char *path,
                  const json_t *body, json_t **reply);
 
-/* The options and exit statuses of a listing verb's --help (ps, gpus). */
-#define VERB_LIST_OPTIONS                                                          \
-  "Options:\n"                                                                     \
-  "  --json          Print JSON (keys documented in docs/cli.md)\n"                \
-  "  --socket PATH   The daemon's socket (default: $GPUSLICE_SOCKET, else\n"      \
-  "                  /run/gpuslice/gpuslice.sock for root)\n"                      \
-  "  -h, --help      Show this help and exit\n"                                    \
-  "\n"                                                                             \
-  "Exit status: 0 success, 1 failure (no daemon answers), 2 usage error.\n"
+/* --socket PATH, for every verb that asks the daemon: an entry of its option table. */
+#define VERB_SOCKET_HELP                                                                    \
+  "The daemon's socket (default: $GPUSLICE_SOCKET, else /run/gpuslice/gpuslice.sock for root)"
+#define VERB_SOCKET_ENTRY(type)                                                              \
+  { .name = "socket", .arg = "PATH", .kind = GS_OPT_STRING, .offset = offsetof(type, socket), \
+    .help = VERB_SOCKET_HELP }
 
-/* The whole of a listing verb (ps, gpus) that takes only --socket PATH, --json and --help:
- * GETs path, checks that reply[key] is an array, and prints the reply as JSON or the table
- * build makes of that array. Returns the exit status. */
-int verb_list(const char *verb, const char *usage, int argc, char **argv, const char *path,
-              const char *key, struct table *(*build)(const json_t *));
+/* The options of a listing verb (ps, gpus): --json, --socket PATH, --help. */
+struct verb_list_opts {
+  const char *socket;
+  bool json;
+};
+#define VERB_LIST_NOPTS 3
+extern const struct gs_opt verb_list_entries[VERB_LIST_NOPTS];
+#define VERB_LIST_OUTRO "Exit status: 0 success, 1 failure (no daemon answers), 2 usage error.\n"
+
+/* The whole of a listing verb (ps, gpus), whose table has verb_list_entries: GETs path,
+ * checks that reply[key] is an array, and prints the reply as JSON or the table build makes
+ * of that array. Returns the exit status. */
+int verb_list(const struct gs_opt_table *opts, int argc, char **argv, const char *path, const char *key,
+              struct table *(*build)(const json_t *));
 
 /* Prints j as indented JSON with a final newline. Returns CLI_OK, or CLI_FAILURE when stdout
  * fails. */

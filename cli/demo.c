@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -30,20 +29,29 @@
 
 extern char **environ;
 
-static const char demo_usage[] =
-  "Usage: gpuslice demo [--seconds N]\n"
-  "\n"
-  "Runs three workloads side by side on one GPU, each under 'gpuslice run' with its own\n"
-  "memory limit, two of them with compute shares of 70% and 30%, and shows the memory each\n"
-  "held and the GPU time each got. One of them\n"
-  "allocates until gpuslice refuses it at its limit. Without an NVIDIA driver (and without\n"
-  "GPUSLICE_SIM) it uses a simulated H100 80GB, private to this run.\n"
-  "\n"
-  "Options:\n"
-  "  -s, --seconds N  How long the busy workloads run (default 4, from 0.5 to 3600)\n"
-  "  -h, --help       Show this help and exit\n"
-  "\n"
-  "Exit status: 0 success, 1 a workload or gpuslice failed, 2 usage error.\n";
+struct demo_opts {
+  double seconds; /* how long the busy workloads run */
+};
+
+static const struct gs_opt demo_entries[] = {
+  { .name = "seconds", .letter = 's', .arg = "N", .kind = GS_OPT_DOUBLE, .offset = offsetof(struct demo_opts, seconds),
+    .def = "4", .min = 0.5, .max = 3600, .help = "How long the busy workloads run, from 0.5 to 3600 seconds" },
+  GS_OPT_HELP_ENTRY,
+};
+
+const struct gs_opt_table cli_demo_table = {
+  .verb = "demo",
+  .synopsis = "demo [--seconds N]",
+  .summary = "Run three workloads side by side on one GPU and show what each got",
+  .intro = "Runs three workloads side by side on one GPU, each under 'gpuslice run' with its own\n"
+           "memory limit, two of them with compute shares of 70% and 30%, and shows the memory each\n"
+           "held and the GPU time each got. One of them\n"
+           "allocates until gpuslice refuses it at its limit. Without an NVIDIA driver (and without\n"
+           "GPUSLICE_SIM) it uses a simulated H100 80GB, private to this run.\n",
+  .outro = "Exit status: 0 success, 1 a workload or gpuslice failed, 2 usage error.\n",
+  .opts = demo_entries,
+  .nopts = GS_OPT_COUNT(demo_entries),
+};
 
 struct tenant {
   const char *name;
@@ -65,36 +73,6 @@ static struct tenant tenants[] = {
   { "notebook", "allocates all it can", "alloc-until-oom", 0.0, 1 * GIB, 8 * GIB, 0, -1, -1, -1, -1, NULL },
 };
 #define NTENANTS (sizeof(tenants) / sizeof(tenants[0]))
-
-static int parse_options(int argc, char **argv, double *seconds)
-{
-  static const struct option opts[] = {
-    { "seconds", required_argument, NULL, 's' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  int c;
-  char *end;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:s:h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'h':
-      fputs(demo_usage, stdout);
-      return CLI_OK;
-    case 's':
-      errno = 0;
-      *seconds = strtod(optarg, &end);
-      if (errno || end == optarg || *end || !(*seconds >= 0.5 && *seconds <= 3600))
-        return cli_usage_error("demo", "--seconds '%s': want a number from 0.5 to 3600", optarg);
-      break;
-    default:
-      return cli_bad_option("demo", argv, c);
-    }
-  }
-  if (optind < argc)
-    return cli_usage_error("demo", "'%s': unexpected argument (see gpuslice demo --help)", argv[optind]);
-  return -1;
-}
 
 /* Chooses the GPU: the user's GPUSLICE_SIM, else a real driver, else a simulated H100
  * (lib/gs-driver.h decides). The tenants' ledgers, and the simulator's state when the demo
@@ -458,7 +436,9 @@ static int demo(double seconds)
 
 int cli_demo(int argc, char **argv)
 {
-  double seconds = 4;
-  int r = parse_options(argc, argv, &seconds);
-  return r >= 0 ? r : demo(seconds);
+  struct demo_opts o;
+  int next, r = cli_parse(&cli_demo_table, &o, argc, argv, &next);
+  if (r < 0)
+    r = cli_no_operands("demo", argc, argv, next);
+  return r >= 0 ? r : demo(o.seconds);
 }

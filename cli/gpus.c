@@ -8,12 +8,15 @@
 #include "daemon-verb.h"
 #include "node-tables.h"
 
-static const char gpus_usage[] =
-  "Usage: gpuslice gpus [--json] [--socket PATH]\n"
-  "\n"
-  "Lists the node's GPUs as the daemon last sampled them.\n"
-  "\n"
-  VERB_LIST_OPTIONS;
+const struct gs_opt_table cli_gpus_table = {
+  .verb = "gpus",
+  .synopsis = "gpus [--json] [--socket PATH]",
+  .summary = "List the node's GPUs as the daemon last sampled them",
+  .intro = "Lists the node's GPUs as the daemon last sampled them.\n",
+  .outro = VERB_LIST_OUTRO,
+  .opts = verb_list_entries,
+  .nopts = VERB_LIST_NOPTS,
+};
 
 static void add_gpu_row(struct table *t, const json_t *g)
 {
@@ -46,5 +49,5 @@ struct table *gpus_table(const json_t *gpus)
 
 int cli_gpus(int argc, char **argv)
 {
-  return verb_list("gpus", gpus_usage, argc, argv, "/v1/gpus", "gpus", gpus_table);
+  return verb_list(&cli_gpus_table, argc, argv, "/v1/gpus", "gpus", gpus_table);
 }

@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gs-version.h"
@@ -30,24 +31,43 @@ static const struct verb verbs[] = {
   { "prices", cli_prices, "Show the GPU price table in effect, with sources and dates" },
 };
 
+struct main_opts {
+  bool version;
+};
+
+static const struct gs_opt main_entries[] = {
+  GS_OPT_HELP_ENTRY,
+  /* Acts when met, as --help does, so that `gpuslice --version --bogus` prints the version. */
+  { .name = "version", .letter = 'V', .kind = GS_OPT_FLAG, .offset = offsetof(struct main_opts, version),
+    .flags = GS_OPT_STOP, .help = "Show the version and exit" },
+};
+
+const struct gs_opt_table cli_main_table = {
+  .synopsis = "[--help] [--version] COMMAND [ARGS...]",
+  .summary = "Share one GPU among many workloads",
+  .intro = "Share one GPU among many workloads, each held to its memory and compute share.\n",
+  .outro = "Run 'gpuslice COMMAND --help' for the options of a command.\n"
+           "\n"
+           "Exit status: 0 success, 1 failure, 2 usage error.\n"
+           "'gpuslice run' exits with its command's status instead.\n",
+  .opts = main_entries,
+  .nopts = GS_OPT_COUNT(main_entries),
+};
+
+/* gpuslice's own --help: the table's, with the commands after its prose. */
 static void usage(FILE *f)
 {
-  fputs("Usage: gpuslice [--help] [--version] COMMAND [ARGS...]\n"
-        "\n"
-        "Share one GPU among many workloads, each held to its memory and compute share.\n"
-        "\n"
-        "Commands:\n", f);
-  for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-    fprintf(f, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
-  fputs("\n"
-        "Options:\n"
-        "  -h, --help     Show this help and exit\n"
-        "  -V, --version  Show the version and exit\n"
-        "\n"
-        "Run 'gpuslice COMMAND --help' for the options of a command.\n"
-        "\n"
-        "Exit status: 0 success, 1 failure, 2 usage error.\n"
-        "'gpuslice run' exits with its command's status instead.\n", f);
+  struct gs_opt_table t = cli_main_table;
+  _cleanup_free_ char *intro = NULL;
+  xasprintf(&intro, "%s\nCommands:\n", t.intro);
+  for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+    char *more = NULL;
+    xasprintf(&more, "%s  %-8s %s\n", intro, verbs[i].name, verbs[i].summary);
+    free(intro);
+    intro = more;
+  }
+  t.intro = intro;
+  gs_opt_help(&t, f);
 }
 
 static const struct verb *find_verb(const char *name)
@@ -60,34 +80,34 @@ static const struct verb *find_verb(const char *name)
 
 int main(int argc, char **argv)
 {
-  static const struct option opts[] = {
-    { "help", no_argument, NULL, 'h' },
-    { "version", no_argument, NULL, 'V' },
-    { NULL, 0, NULL, 0 },
-  };
-  int c;
+  struct main_opts o = { 0 };
+  gs_error_t err = NULL;
+  int next = 0, r;
 
   gs_log_init_from_env();
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
-    switch (c) {
-    case 'h':
-      usage(stdout);
-      return CLI_OK;
-    case 'V':
-      printf("gpuslice %s\n", GS_VERSION);
-      return CLI_OK;
-    default:
-      return cli_bad_option(NULL, argv, c);
-    }
+  r = gs_opt_parse(&cli_main_table, &o, argc, argv, &next, &err);
+  if (r == GS_OPT_HELP_ASKED) {
+    usage(stdout);
+    return CLI_OK;
   }
-  if (optind >= argc)
+  if (r < 0) {
+    cli_usage_error(NULL, "%s", err->msg);
+    gs_error_release(&err);
+    return CLI_USAGE;
+  }
+  if (o.version) {
+    printf("gpuslice %s\n", GS_VERSION);
+    return CLI_OK;
+  }
+  if (next >= argc)
     return cli_usage_error(NULL, "missing command (see gpuslice --help)");
-  const struct verb *v = find_verb(argv[optind]);
+  if (strcmp(argv[next], "__docs") == 0)
+    return cli_docs(argc - next, argv + next);
+  const struct verb *v = find_verb(argv[next]);
   if (!v)
-    return cli_usage_error(argv[optind], "unknown command (see gpuslice --help)");
-  argc -= optind;
-  argv += optind;
+    return cli_usage_error(argv[next], "unknown command (see gpuslice --help)");
+  argc -= next;
+  argv += next;
   optind = 0; /* glibc: start the verb's getopt afresh, from argv[1] */
   return v->fn(argc, argv);
 }

@@ -4,7 +4,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,34 +15,69 @@
 #include "table.h"
 
 #define MAX_DEMANDS 4096
+#define TEXT(x) #x
+#define NUMBER_TEXT(x) TEXT(x)
 #define GIB 1073741824.0
-
-static const char mig_usage[] =
-  "Usage: gpuslice mig plan --model MODEL --demand LIST [--mig-table FILE] [--json]\n"
-  "       gpuslice mig profiles --model MODEL [--mig-table FILE] [--json]\n"
-  "\n"
-  "plan: picks the smallest MIG profile that holds each demand and lays the instances onto\n"
-  "as few GPUs as it can, at valid start positions, and prints each GPU's layout as\n"
-  "profile@start (start = first memory slice, 0..7) and which demand each instance serves.\n"
-  "profiles: lists a model's MIG profiles.\n"
-  "\n"
-  "Options:\n"
-  "  --model MODEL      a100-40gb, a100-80gb, h100-80gb, h100-94gb, h100-96gb, h200-141gb\n"
-  "                     (NVML and data-file spellings such as 'H100-80GB' work too)\n"
-  "  --demand LIST      Comma-separated [COUNTx]SIZE or [COUNTx]PROFILE items, e.g.\n"
-  "                     3x10G,1x35G or 2x3g.40gb,20GiB. SIZE as for --vram (10G = 10^9\n"
-  "                     bytes, 10GiB = 2^30); add your own headroom.\n"
-  "  --mig-table FILE   Profile table CSV instead of the built-in one (docs/mig.md)\n"
-  "  --json             Machine-readable output (docs/cli.md)\n"
-  "  -h, --help         Show this help and exit\n"
-  "\n"
-  "Exit status: 0 success, 1 failure, 2 usage error (bad demand, unknown model, a demand\n"
-  "larger than the largest profile, a malformed table).\n";
 
 struct mig_opts {
   const char *sub, *model, *demand, *table;
   bool json;
 };
+
+#define OFF(f) offsetof(struct mig_opts, f)
+static const struct gs_opt mig_entries[] = {
+  { .name = "model", .arg = "MODEL", .kind = GS_OPT_STRING, .offset = OFF(model),
+    .help = "a100-40gb, a100-80gb, h100-80gb, h100-94gb, h100-96gb, h200-141gb (NVML and data-file "
+            "spellings such as 'H100-80GB' work too)" },
+  { .name = "demand", .arg = "LIST", .kind = GS_OPT_STRING, .offset = OFF(demand),
+    .help = "plan: comma-separated [COUNTx]SIZE or [COUNTx]PROFILE items, e.g. 3x10G,1x35G or "
+            "2x3g.40gb,20GiB. SIZE as for --vram (10G = 10^9 bytes, 10GiB = 2^30); add your own headroom. COUNT 1.."
+            NUMBER_TEXT(MAX_DEMANDS) "." },
+  { .name = "mig-table", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(table),
+    .help = "Profile table CSV instead of the built-in one (docs/mig.md)" },
+  { .name = "json", .kind = GS_OPT_FLAG, .offset = OFF(json), .help = "Machine-readable output (docs/cli.md)" },
+  GS_OPT_HELP_ENTRY,
+};
+#undef OFF
+
+const struct gs_opt_table cli_mig_table = {
+  .verb = "mig",
+  .synopsis = "mig plan --model MODEL --demand LIST [--mig-table FILE] [--json]\n"
+              "mig profiles --model MODEL [--mig-table FILE] [--json]",
+  .summary = "Plan MIG layouts for memory demands; list a model's MIG profiles",
+  .intro = "plan: picks the smallest MIG profile that holds each demand and lays the instances onto\n"
+           "as few GPUs as it can, at valid start positions, and prints each GPU's layout as\n"
+           "profile@start (start = first memory slice, 0..7) and which demand each instance serves.\n"
+           "profiles: lists a model's MIG profiles.\n",
+  .outro = "Exit status: 0 success, 1 failure, 2 usage error (bad demand, unknown model, a demand\n"
+           "larger than the largest profile, a malformed table).\n",
+  .opts = mig_entries,
+  .nopts = GS_OPT_COUNT(mig_entries),
+  .flags = GS_OPTS_PERMUTE,
+};
+
+/* The subcommand, and the options it needs. */
+static int check_args(int argc, char **argv, int next, struct mig_opts *o)
+{
+  if (next >= argc)
+    return cli_usage_error("mig", "missing subcommand: plan or profiles (see gpuslice mig --help)");
+  o->sub = argv[next];
+  if (strcmp(o->sub, "plan") != 0 && strcmp(o->sub, "profiles") != 0)
+    return cli_usage_error("mig", "'%s': unknown subcommand, want plan or profiles", o->sub);
+  if (cli_no_operands("mig", argc, argv, next + 1) >= 0)
+    return CLI_USAGE;
+  if (!o->model)
+    return cli_usage_error("mig", "--model is required (see gpuslice mig --help)");
+  if (strcmp(o->sub, "plan") == 0 && !o->demand)
+    return cli_usage_error("mig", "plan: --demand is required (see gpuslice mig --help)");
+  return -1;
+}
+
+static int parse_args(int argc, char **argv, struct mig_opts *o)
+{
+  int next, r = cli_parse(&cli_mig_table, o, argc, argv, &next);
+  return r >= 0 ? r : check_args(argc, argv, next, o);
+}
 
 /* One demand item as typed, expanded COUNT times. */
 struct demand {
@@ -52,56 +86,6 @@ struct demand {
   uint64_t bytes;                  /* 0 when a profile was named */
   const struct gs_mig_profile *p;  /* the profile named, or NULL */
 };
-
-static int mig_option(struct mig_opts *o, int c, char **argv)
-{
-  switch (c) {
-  case 'h':
-    fputs(mig_usage, stdout);
-    return CLI_OK;
-  case 'm':
-    o->model = optarg;
-    return -1;
-  case 'd':
-    o->demand = optarg;
-    return -1;
-  case 't':
-    o->table = optarg;
-    return -1;
-  case 'j':
-    o->json = true;
-    return -1;
-  default:
-    return cli_bad_option("mig", argv, c);
-  }
-}
-
-static int parse_args(int argc, char **argv, struct mig_opts *o)
-{
-  static const struct option opts[] = {
-    { "model", required_argument, NULL, 'm' }, { "demand", required_argument, NULL, 'd' },
-    { "mig-table", required_argument, NULL, 't' }, { "json", no_argument, NULL, 'j' },
-    { "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
-  };
-  int c, r;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1)
-    if ((r = mig_option(o, c, argv)) >= 0)
-      return r;
-  if (optind >= argc)
-    return cli_usage_error("mig", "missing subcommand: plan or profiles (see gpuslice mig --help)");
-  o->sub = argv[optind++];
-  if (strcmp(o->sub, "plan") != 0 && strcmp(o->sub, "profiles") != 0)
-    return cli_usage_error("mig", "'%s': unknown subcommand, want plan or profiles", o->sub);
-  if (optind < argc)
-    return cli_usage_error("mig", "'%s': unexpected argument (see gpuslice mig --help)",
-                           argv[optind]);
-  if (!o->model)
-    return cli_usage_error("mig", "--model is required (see gpuslice mig --help)");
-  if (strcmp(o->sub, "plan") == 0 && !o->demand)
-    return cli_usage_error("mig", "plan: --demand is required (see gpuslice mig --help)");
-  return -1;
-}
 
 /* Any error from here on is about what was typed or the table given: exit 2. */
 static int input_error(gs_error_t *err)

@@ -5,7 +5,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,107 +15,67 @@
 #include "gs-place.h"
 #include "gs-trace-openb.h"
 
-static const char pack_usage[] =
-  "Usage: gpuslice pack --nodes NODES.csv --pods PODS.csv --policy NAME [OPTIONS]\n"
-  "\n"
-  "Replays an openb trace: the pods, sorted by name and shuffled with --seed, then pods\n"
-  "drawn with replacement until the arrived GPU request reaches --inflate times the\n"
-  "cluster's GPU capacity, are placed one by one with no departures.\n"
-  "\n"
-  "Options:\n"
-  "  --nodes FILE            Node list: sn,cpu_milli,memory_mib,gpu,model\n"
-  "  --pods FILE             Pod list: name,cpu_milli,memory_mib,num_gpu,gpu_milli,...\n"
-  "  --policy NAME           first-fit, best-fit, gpu-packing, fgd or fgd-mem\n"
-  "  --inflate X             Arrived GPU request as a multiple of capacity (default 1.3)\n"
-  "  --seed N                Shuffle, sampling and tie-break seed (default 42)\n"
-  "  --format table|json     Output format (default table)\n"
-  "  -h, --help              Show this help and exit\n"
-  "\n"
-  "Reports gpu_alloc_ratio (allocated GPU-milli / capacity), frag_ratio (idle GPU-milli\n"
-  "that FGD's typical pods cannot use / idle GPU-milli), pods_placed, pods_failed and\n"
-  "decisions_per_s.\n"
-  "\n"
-  "Exit status: 0 success, 1 failure, 2 usage error (including a malformed trace).\n";
-
 struct pack_opts {
   const char *nodes, *pods;
   enum gs_place_policy policy;
-  bool have_policy, json;
+  bool have_policy;
+  int format; /* the index in pack_formats: 0 table, 1 json */
   double inflate;
-  unsigned long long seed;
+  long long seed;
 };
 
-static int parse_inflate(const char *arg, double *out)
+static int set_policy(void *dst, const char *arg, gs_error_t *err)
 {
-  char *end;
-  errno = 0;
-  double v = strtod(arg, &end);
-  if (errno || end == arg || *end || !isfinite(v) || v <= 0)
-    return cli_usage_error("pack", "--inflate '%s': want a number > 0", arg);
-  *out = v;
-  return -1;
+  struct pack_opts *o = dst;
+  enum gs_place_policy p;
+  if (gs_place_policy_from_name(arg, &p) < 0)
+    return gs_make_error(err, 0, "--policy '%s': unknown policy (first-fit, best-fit, gpu-packing, fgd, fgd-mem)",
+                         arg);
+  o->policy = p;
+  o->have_policy = true;
+  return 0;
 }
 
-static int parse_seed(const char *arg, unsigned long long *out)
-{
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(arg, &end, 10);
-  if (errno || end == arg || *end || arg[0] == '-')
-    return cli_usage_error("pack", "--seed '%s': want a non-negative integer", arg);
-  *out = v;
-  return -1;
-}
+static const char *const pack_formats[] = { "table", "json", NULL };
+#define OFF(f) offsetof(struct pack_opts, f)
+static const struct gs_opt pack_entries[] = {
+  { .name = "nodes", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(nodes),
+    .help = "Node list: sn,cpu_milli,memory_mib,gpu,model" },
+  { .name = "pods", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(pods),
+    .help = "Pod list: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,... (the 5-column form too)" },
+  { .name = "policy", .arg = "NAME", .kind = GS_OPT_CALL, .parse = set_policy,
+    .help = "first-fit, best-fit, gpu-packing, fgd or fgd-mem" },
+  { .name = "inflate", .arg = "X", .kind = GS_OPT_DOUBLE, .offset = OFF(inflate), .def = "1.3", .max = 1e9,
+    .flags = GS_OPT_ABOVE_MIN, .want = "a number > 0", .help = "Arrived GPU request as a multiple of capacity" },
+  { .name = "seed", .arg = "N", .kind = GS_OPT_INT, .offset = OFF(seed), .def = "42", .max = 9.2e18,
+    .want = "a non-negative integer", .help = "Shuffle, sampling and tie-break seed" },
+  { .name = "format", .arg = "table|json", .kind = GS_OPT_ENUM, .offset = OFF(format), .choices = pack_formats,
+    .def = "table", .help = "Output format" },
+  GS_OPT_HELP_ENTRY,
+};
+#undef OFF
 
-/* Applies one option. Returns -1 to go on, or an exit status. */
-static int pack_option(struct pack_opts *o, int c, char **argv)
-{
-  switch (c) {
-  case 'h':
-    fputs(pack_usage, stdout);
-    return CLI_OK;
-  case 'n':
-    o->nodes = optarg;
-    return -1;
-  case 'p':
-    o->pods = optarg;
-    return -1;
-  case 'P':
-    if (gs_place_policy_from_name(optarg, &o->policy) < 0)
-      return cli_usage_error("pack", "--policy '%s': unknown policy (first-fit, best-fit, "
-                             "gpu-packing, fgd, fgd-mem)", optarg);
-    o->have_policy = true;
-    return -1;
-  case 'i':
-    return parse_inflate(optarg, &o->inflate);
-  case 's':
-    return parse_seed(optarg, &o->seed);
-  case 'f':
-    if (strcmp(optarg, "json") != 0 && strcmp(optarg, "table") != 0)
-      return cli_usage_error("pack", "--format '%s': want table or json", optarg);
-    o->json = strcmp(optarg, "json") == 0;
-    return -1;
-  default:
-    return cli_bad_option("pack", argv, c);
-  }
-}
+const struct gs_opt_table cli_pack_table = {
+  .verb = "pack",
+  .synopsis = "pack --nodes NODES.csv --pods PODS.csv --policy NAME [OPTIONS]",
+  .summary = "Replay a GPU cluster trace through a placement policy",
+  .intro = "Replays an openb trace: the pods, sorted by name and shuffled with --seed, then pods\n"
+           "drawn with replacement until the arrived GPU request reaches --inflate times the\n"
+           "cluster's GPU capacity, are placed one by one with no departures.\n",
+  .outro = "Reports gpu_alloc_ratio (allocated GPU-milli / capacity), frag_ratio (idle GPU-milli\n"
+           "that FGD's typical pods cannot use / idle GPU-milli), pods_placed, pods_failed and\n"
+           "decisions_per_s.\n"
+           "\n"
+           "Exit status: 0 success, 1 failure, 2 usage error (including a malformed trace).\n",
+  .opts = pack_entries,
+  .nopts = GS_OPT_COUNT(pack_entries),
+};
 
 static int parse_args(int argc, char **argv, struct pack_opts *o)
 {
-  static const struct option opts[] = {
-    { "nodes", required_argument, NULL, 'n' },  { "pods", required_argument, NULL, 'p' },
-    { "policy", required_argument, NULL, 'P' }, { "inflate", required_argument, NULL, 'i' },
-    { "seed", required_argument, NULL, 's' },   { "format", required_argument, NULL, 'f' },
-    { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
-  };
-  int c, r;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1)
-    if ((r = pack_option(o, c, argv)) >= 0)
-      return r;
-  if (optind < argc)
-    return cli_usage_error("pack", "'%s': unexpected argument (see gpuslice pack --help)",
-                           argv[optind]);
+  int next, r = cli_parse(&cli_pack_table, o, argc, argv, &next);
+  if (r >= 0 || (r = cli_no_operands("pack", argc, argv, next)) >= 0)
+    return r;
   if (!o->nodes || !o->pods || !o->have_policy)
     return cli_usage_error("pack", "--%s is required (see gpuslice pack --help)",
                            !o->nodes ? "nodes" : !o->pods ? "pods" : "policy");
@@ -133,7 +92,7 @@ static double now_s(void)
 static void print_result(const struct pack_opts *o, const struct gs_place_replay_result *r,
                          double per_s)
 {
-  if (!o->json) {
+  if (o->format == 0) {
     printf("policy           %s\n"
            "gpu_alloc_ratio  %.4f\n"
            "frag_ratio       %.4f\n"
@@ -159,7 +118,7 @@ static int replay(const struct pack_opts *o, const struct gs_openb_nodes *nodes,
 {
   gs_error_t err = NULL;
   struct gs_place_replay_opts ro = { .policy = o->policy, .inflate = o->inflate,
-                                     .seed = o->seed };
+                                     .seed = (unsigned long long) o->seed };
   struct gs_place_replay_result res;
   double t0 = now_s();
   if (gs_place_replay(nodes->nodes, nodes->n, pods->pods, pods->n, &ro, &res, &err) < 0)
@@ -179,7 +138,7 @@ static int trace_error(gs_error_t *err)
 
 int cli_pack(int argc, char **argv)
 {
-  struct pack_opts o = { .inflate = 1.3, .seed = 42 };
+  struct pack_opts o = { 0 };
   int r = parse_args(argc, argv, &o);
   if (r >= 0)
     return r;

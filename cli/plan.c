@@ -6,7 +6,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,33 +14,6 @@
 
 #define DEFAULT_MODEL "h100-80gb"
 
-static const char plan_usage[] =
-  "Usage: gpuslice plan --metrics FILE... [OPTIONS]\n"
-  "\n"
-  "Plans how a fleet's GPU workloads could share GPUs, from their measured utilization\n"
-  "and memory: for each workload p50/p95/max, the idle fraction, and dedicated, a MIG\n"
-  "profile, MPS, time-slicing or a fraction (--vram, --compute) with the reason; for the\n"
-  "fleet, the GPUs needed once packed against the GPUs used today, and the monthly cost\n"
-  "before and after, with spot and commitment savings stacked.\n"
-  "\n"
-  "Options:\n"
-  "  --metrics FILE...     Metrics files (repeatable; more files may follow): plain CSV\n"
-  "                        timestamp,workload,gpu_util_pct,fb_used_bytes[,label=value...],\n"
-  "                        dcgm-exporter/Prometheus text, Prometheus range-query JSON, or\n"
-  "                        the Alibaba GenAI CSVs. Told apart by content; .gz is read too\n"
-  "  --prices FILE         Price table CSV (default: the built-in table)\n"
-  "  --gpu-model M         GPU model of the fleet, e.g. h100-80gb, a100-40gb, l4 (default:\n"
-  "                        the modelName label of the input, else " DEFAULT_MODEL ")\n"
-  "  --headroom P          Memory headroom over p95, in percent (default 12%)\n"
-  "  --format table|json|html  Output format (default table)\n"
-  "  --output FILE         Write to FILE instead of standard output\n"
-  "  -h, --help            Show this help and exit\n"
-  "\n"
-  "Rules, thresholds and the JSON keys: docs/planner.md.\n"
-  "\n"
-  "Exit status: 0 success, 1 failure (no usable samples, no price for the model), 2 usage\n"
-  "error (including a malformed metrics file and an unknown GPU model).\n";
-
 enum plan_format { FMT_TABLE, FMT_JSON, FMT_HTML };
 
 struct plan_opts {
@@ -49,32 +21,8 @@ struct plan_opts {
   int nmetrics;
   const char *prices, *model, *output;
   double headroom;
-  enum plan_format format;
+  int format; /* enum plan_format */
 };
-
-static int parse_headroom(const char *arg, double *out)
-{
-  char *end;
-  errno = 0;
-  double v = strtod(arg, &end);
-  if (*end == '%')
-    end++;
-  if (errno || end == arg || *end || !isfinite(v) || v < 0 || v > 100)
-    return cli_usage_error("plan", "--headroom '%s': want a percentage 0..100, e.g. 12%%", arg);
-  *out = v / 100.0;
-  return -1;
-}
-
-static int parse_format(const char *arg, enum plan_format *out)
-{
-  static const char *const names[] = { "table", "json", "html" };
-  for (int i = 0; i < 3; i++)
-    if (strcmp(arg, names[i]) == 0) {
-      *out = (enum plan_format) i;
-      return -1;
-    }
-  return cli_usage_error("plan", "--format '%s': want table, json or html", arg);
-}
 
 static void add_metrics(struct plan_opts *o, const char *path)
 {
@@ -82,51 +30,62 @@ static void add_metrics(struct plan_opts *o, const char *path)
   o->metrics[o->nmetrics++] = path;
 }
 
-/* Applies one option. Returns -1 to go on, or an exit status. */
-static int plan_option(struct plan_opts *o, int c, char **argv)
+static int set_metrics(void *dst, const char *arg, gs_error_t *err)
 {
-  switch (c) {
-  case 'h':
-    fputs(plan_usage, stdout);
-    return CLI_OK;
-  case 'm':
-    add_metrics(o, optarg);
-    return -1;
-  case 'p':
-    o->prices = optarg;
-    return -1;
-  case 'g':
-    o->model = optarg;
-    return -1;
-  case 'H':
-    return parse_headroom(optarg, &o->headroom);
-  case 'f':
-    return parse_format(optarg, &o->format);
-  case 'o':
-    o->output = optarg;
-    return -1;
-  default:
-    return cli_bad_option("plan", argv, c);
-  }
+  (void) err;
+  add_metrics(dst, arg);
+  return 0;
 }
+
+static const char *const plan_formats[] = { "table", "json", "html", NULL };
+#define OFF(f) offsetof(struct plan_opts, f)
+static const struct gs_opt plan_entries[] = {
+  { .name = "metrics", .arg = "FILE...", .kind = GS_OPT_CALL, .parse = set_metrics, .flags = GS_OPT_REPEAT,
+    .help = "Metrics files (repeatable; more files may follow): plain CSV "
+            "timestamp,workload,gpu_util_pct,fb_used_bytes[,label=value...], dcgm-exporter/Prometheus "
+            "text, Prometheus range-query JSON, or the Alibaba GenAI CSVs. Told apart by content; .gz "
+            "is read too" },
+  { .name = "prices", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(prices),
+    .help = "Price table CSV (default: the built-in table)" },
+  { .name = "gpu-model", .arg = "M", .kind = GS_OPT_STRING, .offset = OFF(model),
+    .help = "GPU model of the fleet, e.g. h100-80gb, a100-40gb, l4 (default: the modelName label of the "
+            "input, else " DEFAULT_MODEL ")" },
+  { .name = "headroom", .arg = "P", .kind = GS_OPT_PERCENT, .offset = OFF(headroom), .def = GS_PLAN_HEADROOM_TEXT,
+    .max = 100, .want = "a percentage 0..100, e.g. 12%", .help = "Memory headroom over p95, in percent" },
+  { .name = "format", .arg = "table|json|html", .kind = GS_OPT_ENUM, .offset = OFF(format), .choices = plan_formats,
+    .def = "table", .help = "Output format" },
+  { .name = "output", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(output),
+    .help = "Write to FILE instead of standard output" },
+  GS_OPT_HELP_ENTRY,
+};
+#undef OFF
+
+const struct gs_opt_table cli_plan_table = {
+  .verb = "plan",
+  .synopsis = "plan --metrics FILE... [OPTIONS]",
+  .summary = "Plan GPU sharing from measured utilization and memory",
+  .intro = "Plans how a fleet's GPU workloads could share GPUs, from their measured utilization\n"
+           "and memory: for each workload p50/p95/max, the idle fraction, and dedicated, a MIG\n"
+           "profile, MPS, time-slicing or a fraction (--vram, --compute) with the reason; for the\n"
+           "fleet, the GPUs needed once packed against the GPUs used today, and the monthly cost\n"
+           "before and after, with spot and commitment savings stacked.\n",
+  .outro = "Rules, thresholds and the JSON keys: docs/planner.md.\n"
+           "\n"
+           "Exit status: 0 success, 1 failure (no usable samples, no price for the model), 2 usage\n"
+           "error (including a malformed metrics file and an unknown GPU model).\n",
+  .opts = plan_entries,
+  .nopts = GS_OPT_COUNT(plan_entries),
+  .flags = GS_OPTS_PERMUTE, /* file names after --metrics FILE are more metrics files */
+};
 
 static int parse_args(int argc, char **argv, struct plan_opts *o)
 {
-  static const struct option opts[] = {
-    { "metrics", required_argument, NULL, 'm' }, { "prices", required_argument, NULL, 'p' },
-    { "gpu-model", required_argument, NULL, 'g' }, { "headroom", required_argument, NULL, 'H' },
-    { "format", required_argument, NULL, 'f' },  { "output", required_argument, NULL, 'o' },
-    { "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
-  };
-  int c, r;
-  opterr = 0;
-  /* No '+': file names after --metrics FILE are more metrics files. */
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1)
-    if ((r = plan_option(o, c, argv)) >= 0)
-      return r;
+  int next, r = cli_parse(&cli_plan_table, o, argc, argv, &next);
+  if (r >= 0)
+    return r;
   if (o->nmetrics == 0)
     return cli_usage_error("plan", "--metrics is required (see gpuslice plan --help)");
-  for (int i = optind; i < argc; i++)
+  for (int i = next; i < argc; i++)
     add_metrics(o, argv[i]);
   return -1;
 }
@@ -248,15 +207,14 @@ static void run_release(struct gs_plan_run *p)
 
 int cli_plan(int argc, char **argv)
 {
-  struct plan_opts o = { .headroom = -1 };
+  struct plan_opts o = { 0 };
   struct gs_plan_run p = { 0 };
   struct gs_mig_table *mig = NULL;
   struct gs_price_table *prices = NULL;
   int r = parse_args(argc, argv, &o);
   gs_plan_data_init(&p.data);
   gs_plan_rules_default(&p.rules);
-  if (o.headroom >= 0)
-    p.rules.headroom = o.headroom;
+  p.rules.headroom = o.headroom;
   if (r < 0 && (r = load_inputs(&o, &p)) < 0 && (r = load_tables(&o, &p, &mig, &prices)) < 0 &&
       (r = compute(&p)) < 0)
     r = write_out(&o, &p);

@@ -3,7 +3,6 @@
  * the rates is in lib/price-table.c. */
 #include "cli.h"
 
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,54 +13,38 @@
 #include "json-print.h"
 #include "table.h"
 
-static const char prices_usage[] =
-  "Usage: gpuslice prices [--prices FILE] [--rows] [--json]\n"
-  "\n"
-  "Shows the GPU price table in effect, in $ per GPU-hour: per model the on-demand, spot,\n"
-  "1-year and 3-year commitment rates, with the sources and the latest date they come from.\n"
-  "On-demand is the lower median of the model's rows; spot and commitment rates apply the\n"
-  "discount the rows that publish them give (rate / their own on-demand) to it.\n"
-  "\n"
-  "Options:\n"
-  "  --prices FILE  Price table CSV instead of the built-in one (columns: docs/cost.md)\n"
-  "  --rows         Also list every row of the table\n"
-  "  --json         Machine-readable output, always with the rows (docs/cli.md)\n"
-  "  -h, --help     Show this help and exit\n"
-  "\n"
-  "Exit status: 0 success, 1 failure, 2 usage error (including a malformed table).\n";
-
 struct prices_opts {
   const char *prices;
   bool rows, json;
 };
 
+static const struct gs_opt prices_entries[] = {
+  { .name = "prices", .arg = "FILE", .kind = GS_OPT_STRING, .offset = offsetof(struct prices_opts, prices),
+    .help = "Price table CSV instead of the built-in one (columns: docs/cost.md)" },
+  { .name = "rows", .kind = GS_OPT_FLAG, .offset = offsetof(struct prices_opts, rows),
+    .help = "Also list every row of the table" },
+  { .name = "json", .kind = GS_OPT_FLAG, .offset = offsetof(struct prices_opts, json),
+    .help = "Machine-readable output, always with the rows (docs/cli.md)" },
+  GS_OPT_HELP_ENTRY,
+};
+
+const struct gs_opt_table cli_prices_table = {
+  .verb = "prices",
+  .synopsis = "prices [--prices FILE] [--rows] [--json]",
+  .summary = "Show the GPU price table in effect, with sources and dates",
+  .intro = "Shows the GPU price table in effect, in $ per GPU-hour: per model the on-demand, spot,\n"
+           "1-year and 3-year commitment rates, with the sources and the latest date they come from.\n"
+           "On-demand is the lower median of the model's rows; spot and commitment rates apply the\n"
+           "discount the rows that publish them give (rate / their own on-demand) to it.\n",
+  .outro = "Exit status: 0 success, 1 failure, 2 usage error (including a malformed table).\n",
+  .opts = prices_entries,
+  .nopts = GS_OPT_COUNT(prices_entries),
+};
+
 static int parse_args(int argc, char **argv, struct prices_opts *o)
 {
-  static const struct option opts[] = {
-    { "prices", required_argument, NULL, 'p' }, { "rows", no_argument, NULL, 'r' },
-    { "json", no_argument, NULL, 'j' },         { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  int c;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(prices_usage, stdout);
-      return CLI_OK;
-    }
-    if (c == 'p')
-      o->prices = optarg;
-    else if (c == 'r')
-      o->rows = true;
-    else if (c == 'j')
-      o->json = true;
-    else
-      return cli_bad_option("prices", argv, c);
-  }
-  if (optind < argc)
-    return cli_usage_error("prices", "'%s': unexpected argument (see gpuslice prices --help)",
-                           argv[optind]);
-  return -1;
+  int next, r = cli_parse(&cli_prices_table, o, argc, argv, &next);
+  return r >= 0 ? r : cli_no_operands("prices", argc, argv, next);
 }
 
 static const char *rate_text(char *buf, size_t len, double v)

@@ -10,13 +10,16 @@
 #include "daemon-verb.h"
 #include "node-tables.h"
 
-static const char ps_usage[] =
-  "Usage: gpuslice ps [--json] [--socket PATH]\n"
-  "\n"
-  "Lists the tenants the node daemon knows: a local user sees their own, root and the\n"
-  "gpuslice group see all. One row per tenant and GPU it uses.\n"
-  "\n"
-  VERB_LIST_OPTIONS;
+const struct gs_opt_table cli_ps_table = {
+  .verb = "ps",
+  .synopsis = "ps [--json] [--socket PATH]",
+  .summary = "List the tenants the node daemon knows, with their use and limits",
+  .intro = "Lists the tenants the node daemon knows: a local user sees their own, root and the\n"
+  "gpuslice group see all. One row per tenant and GPU it uses.\n",
+  .outro = VERB_LIST_OUTRO,
+  .opts = verb_list_entries,
+  .nopts = VERB_LIST_NOPTS,
+};
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -101,5 +104,5 @@ struct table *tenants_table(const json_t *tenants)
 
 int cli_ps(int argc, char **argv)
 {
-  return verb_list("ps", ps_usage, argc, argv, "/v1/tenants", "tenants", tenants_table);
+  return verb_list(&cli_ps_table, argc, argv, "/v1/tenants", "tenants", tenants_table);
 }

@@ -1,6 +1,6 @@
 /* The compute options of `gpuslice run`: --compute, --compute-policy, --priority and
- * --slice-ms. Each setter returns -1 when the value is good, or the exit status of a usage
- * error, as the other tenant options do (run-tenant.c). */
+ * --slice-ms. Each setter is an option table's callback, as the other tenant options are
+ * (run-tenant.c): 0, or -1 with err naming the option and the bad value. */
 #include "run-tenant.h"
 
 #include <errno.h>
@@ -9,32 +9,35 @@
 #include <string.h>
 
 /* --compute PCT: a number in (0, 100], kept in millionths of the GPU's time. */
-int run_tenant_set_compute(struct run_tenant *t, const char *arg)
+int run_tenant_set_compute(void *tenant, const char *arg, gs_error_t *err)
 {
+  struct run_tenant *t = tenant;
   char *end = NULL;
   errno = 0;
   double pct = strtod(arg, &end);
   if (!*arg || *end || errno || !isfinite(pct) || pct <= 0 || pct > 100)
-    return cli_usage_error("run", "--compute: '%s' is not a percentage in (0, 100]", arg);
+    return gs_make_error(err, 0, "--compute: '%s' is not a percentage in (0, 100]", arg);
   t->compute_ppm = (uint32_t) (pct * 10000.0 + 0.5);
   if (t->compute_ppm == 0)
-    return cli_usage_error("run", "--compute: '%s' is below the smallest share, 0.0001", arg);
-  return -1;
+    return gs_make_error(err, 0, "--compute: '%s' is below the smallest share, 0.0001", arg);
+  return 0;
 }
 
-int run_tenant_set_compute_policy(struct run_tenant *t, const char *arg)
+int run_tenant_set_compute_policy(void *tenant, const char *arg, gs_error_t *err)
 {
+  struct run_tenant *t = tenant;
   if (strcmp(arg, "share") == 0)
     t->compute_policy = GS_COMPUTE_SHARE;
   else if (strcmp(arg, "cap") == 0)
     t->compute_policy = GS_COMPUTE_CAP;
   else
-    return cli_usage_error("run", "--compute-policy: '%s' is not cap or share", arg);
-  return -1;
+    return gs_make_error(err, 0, "--compute-policy: '%s' is not cap or share", arg);
+  return 0;
 }
 
-int run_tenant_set_priority(struct run_tenant *t, const char *arg)
+int run_tenant_set_priority(void *tenant, const char *arg, gs_error_t *err)
 {
+  struct run_tenant *t = tenant;
   if (strcmp(arg, "high") == 0)
     t->priority = GS_PRIO_HIGH;
   else if (strcmp(arg, "normal") == 0)
@@ -42,18 +45,19 @@ int run_tenant_set_priority(struct run_tenant *t, const char *arg)
   else if (strcmp(arg, "low") == 0)
     t->priority = GS_PRIO_LOW;
   else
-    return cli_usage_error("run", "--priority: '%s' is not high, normal or low", arg);
-  return -1;
+    return gs_make_error(err, 0, "--priority: '%s' is not high, normal or low", arg);
+  return 0;
 }
 
 /* --slice-ms N: 1 ms to 10 s. Shorter turns cost more handovers than they give back. */
-int run_tenant_set_slice(struct run_tenant *t, const char *arg)
+int run_tenant_set_slice(void *tenant, const char *arg, gs_error_t *err)
 {
+  struct run_tenant *t = tenant;
   char *end = NULL;
   errno = 0;
   long ms = strtol(arg, &end, 10);
   if (!*arg || *end || errno || ms < 1 || ms > 10000)
-    return cli_usage_error("run", "--slice-ms: '%s' is not a whole number of milliseconds in 1..10000", arg);
+    return gs_make_error(err, 0, "--slice-ms: '%s' is not a whole number of milliseconds in 1..10000", arg);
   t->slice_ms = (uint32_t) ms;
-  return -1;
+  return 0;
 }

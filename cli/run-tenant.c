@@ -12,70 +12,67 @@
 #include <unistd.h>
 
 /* --vram: bytes, or a percentage kept as millionths until a process knows the device size. */
-int run_tenant_set_vram(struct run_tenant *t, const char *arg)
+int run_tenant_set_vram(void *tenant, const char *arg, gs_error_t *err)
 {
-  gs_error_t err = NULL;
+  struct run_tenant *t = tenant;
   size_t n = strlen(arg);
-  int rc = n && arg[n - 1] == '%' ? gs_parse_size(arg, 1000000, &t->vram_ppm, &err)
-                                  : gs_parse_size(arg, 0, &t->vram_bytes, &err);
-  if (rc < 0) {
-    int r = cli_usage_error("run", "--vram: %s", err->msg);
-    gs_error_release(&err);
-    return r;
-  }
+  int rc = n && arg[n - 1] == '%' ? gs_parse_size(arg, 1000000, &t->vram_ppm, err)
+                                  : gs_parse_size(arg, 0, &t->vram_bytes, err);
+  if (rc < 0)
+    return gs_error_prepend(err, "--vram");
   t->vram_set = true;
-  return -1;
+  return 0;
 }
 
-int run_tenant_set_gpu(struct run_tenant *t, const char *arg)
+int run_tenant_set_gpu(void *tenant, const char *arg, gs_error_t *err)
 {
+  struct run_tenant *t = tenant;
   char *end = NULL;
   long g = strtol(arg, &end, 10);
   if (!*arg || *end || g < 0 || g >= GS_LEDGER_MAX_GPUS)
-    return cli_usage_error("run", "--gpu: '%s' is not a GPU index (0..%d)", arg, GS_LEDGER_MAX_GPUS - 1);
+    return gs_make_error(err, 0, "--gpu: '%s' is not a GPU index (0..%d)", arg, GS_LEDGER_MAX_GPUS - 1);
   t->gpu = (int) g;
-  return -1;
+  return 0;
 }
 
-int run_tenant_set_reserve(struct run_tenant *t, const char *arg)
+int run_tenant_set_reserve(void *tenant, const char *arg, gs_error_t *err)
 {
-  gs_error_t err = NULL;
+  struct run_tenant *t = tenant;
   if (strcmp(arg, "0") == 0) {
     t->context_reserve = 0;
-    return -1;
+    return 0;
   }
   if (strchr(arg, '%'))
-    return cli_usage_error("run", "--context-reserve: '%s': give a size, not a percentage", arg);
-  if (gs_parse_size(arg, 0, &t->context_reserve, &err) < 0) {
-    int r = cli_usage_error("run", "--context-reserve: %s", err->msg);
-    gs_error_release(&err);
-    return r;
-  }
-  return -1;
+    return gs_make_error(err, 0, "--context-reserve: '%s': give a size, not a percentage", arg);
+  if (gs_parse_size(arg, 0, &t->context_reserve, err) < 0)
+    return gs_error_prepend(err, "--context-reserve");
+  return 0;
 }
 
-int run_tenant_set_name(struct run_tenant *t, const char *arg)
+int run_tenant_set_name(void *tenant, const char *arg, gs_error_t *err)
 {
+  struct run_tenant *t = tenant;
   if (!gs_ledger_name_valid(arg))
-    return cli_usage_error("run", "--name: '%s' is not a tenant name (1-63 of A-Z a-z 0-9 . _ -)", arg);
+    return gs_make_error(err, 0, "--name: '%s' is not a tenant name (1-63 of A-Z a-z 0-9 . _ -)", arg);
   t->name = arg;
-  return -1;
+  return 0;
 }
 
 /* --label k=v: k a label name as Prometheus allows, v any text without a newline. */
-int run_tenant_add_label(struct run_tenant *t, const char *arg)
+int run_tenant_add_label(void *tenant, const char *arg, gs_error_t *err)
 {
+  struct run_tenant *t = tenant;
   const char *eq = strchr(arg, '=');
   bool ok = eq && eq > arg && !isdigit((unsigned char) arg[0]) && !strchr(arg, '\n');
   for (const char *p = arg; ok && p < eq; p++)
     ok = isalnum((unsigned char) *p) || *p == '_';
   if (!ok)
-    return cli_usage_error("run", "--label: '%s' is not KEY=VALUE with KEY of A-Z a-z 0-9 _", arg);
+    return gs_make_error(err, 0, "--label: '%s' is not KEY=VALUE with KEY of A-Z a-z 0-9 _", arg);
   size_t used = strlen(t->labels);
   if (used + strlen(arg) + 2 > sizeof(t->labels))
-    return cli_usage_error("run", "--label: labels exceed %zu bytes", sizeof(t->labels) - 1);
+    return gs_make_error(err, 0, "--label: labels exceed %zu bytes", sizeof(t->labels) - 1);
   snprintf(t->labels + used, sizeof(t->labels) - used, "%s\n", arg);
-  return -1;
+  return 0;
 }
 
 static void fill_spec(const struct run_tenant *t, struct gs_ledger_spec *spec)

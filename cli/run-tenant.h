@@ -1,5 +1,5 @@
 /* The tenant of `gpuslice run`: its options, its ledger, and the environment for the command.
- * The setters return -1 when the value is good, or the exit status of a usage error. */
+ * The setters are run's option-table callbacks (run.c): 0, or -1 with err naming the option. */
 #ifndef GS_CLI_RUN_TENANT_H
 #define GS_CLI_RUN_TENANT_H
 
@@ -27,15 +27,15 @@ struct run_tenant {
 
 #define RUN_TENANT_INIT { .gpu = -1 }
 
-int run_tenant_set_vram(struct run_tenant *t, const char *arg);
-int run_tenant_set_gpu(struct run_tenant *t, const char *arg);
-int run_tenant_set_reserve(struct run_tenant *t, const char *arg);
-int run_tenant_set_name(struct run_tenant *t, const char *arg);
-int run_tenant_add_label(struct run_tenant *t, const char *arg);
-int run_tenant_set_compute(struct run_tenant *t, const char *arg);
-int run_tenant_set_compute_policy(struct run_tenant *t, const char *arg);
-int run_tenant_set_priority(struct run_tenant *t, const char *arg);
-int run_tenant_set_slice(struct run_tenant *t, const char *arg);
+int run_tenant_set_vram(void *tenant, const char *arg, gs_error_t *err);
+int run_tenant_set_gpu(void *tenant, const char *arg, gs_error_t *err);
+int run_tenant_set_reserve(void *tenant, const char *arg, gs_error_t *err);
+int run_tenant_set_name(void *tenant, const char *arg, gs_error_t *err);
+int run_tenant_add_label(void *tenant, const char *arg, gs_error_t *err);
+int run_tenant_set_compute(void *tenant, const char *arg, gs_error_t *err);
+int run_tenant_set_compute_policy(void *tenant, const char *arg, gs_error_t *err);
+int run_tenant_set_priority(void *tenant, const char *arg, gs_error_t *err);
+int run_tenant_set_slice(void *tenant, const char *arg, gs_error_t *err);
 
 /* Creates the ledger and sets GPUSLICE_TENANT and GPUSLICE_STATE_DIR. */
 int run_tenant_create(struct run_tenant *t, gs_error_t *err);

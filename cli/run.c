@@ -8,8 +8,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <getopt.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,38 +18,49 @@
 #include "run-register.h"
 #include "run-tenant.h"
 
-static const char run_usage[] =
-  "Usage: gpuslice run [OPTIONS] [--] COMMAND [ARGS...]\n"
-  "\n"
-  "Runs COMMAND, and every process it starts, as one tenant with the gpuslice interposer\n"
-  "(libgpuslice.so) preloaded. The tenant's device memory is held to --vram on every\n"
-  "allocation path, and its share of GPU time to --compute on every kernel launch path. When GPUSLICE_SIM is set, the simulated NVIDIA driver is put first on\n"
-  "LD_LIBRARY_PATH as well.\n"
-  "\n"
-  "Options:\n"
-  "  --vram SIZE             Device memory limit: bytes, K/M/G/T (x1000), Ki/Mi/Gi/Ti (x1024),\n"
-  "                          or a percentage of the device such as 25%\n"
-  "  --gpu N                 Apply --vram to GPU N only (CUDA ordinal); default: every GPU\n"
-  "  --name NAME             Tenant name (A-Z a-z 0-9 . _ -); default: run-<pid>\n"
-  "  --label KEY=VALUE       A label for the tenant; may be repeated\n"
-  "  --context-reserve SIZE  Memory charged for each CUDA context (default 0)\n"
-  "  --compute PCT           The tenant's share of each GPU's time, in (0, 100]; decimals allowed\n"
-  "  --compute-policy P      share (default): PCT is guaranteed under contention and spare time\n"
-  "                          goes to whoever has work; cap: never more than PCT, even when idle\n"
-  "  --priority P            high, normal (default) or low: high-priority kernels wait at most\n"
-  "                          one turn behind lower-priority work\n"
-  "  --slice-ms N            Ask the tenant's GPUs for exclusive turns of N ms (1..10000),\n"
-  "                          weighted by share: honest time-slicing\n"
-  "  -h, --help              Show this help and exit\n"
-  "\n"
-  "Environment set for COMMAND:\n"
-  "  LD_PRELOAD          <libdir>/libgpuslice.so, ahead of any existing value\n"
-  "  LD_LIBRARY_PATH     <libdir>/sim ahead of any existing value, only when GPUSLICE_SIM is set\n"
-  "  GPUSLICE_TENANT     the tenant's name\n"
-  "  GPUSLICE_STATE_DIR  the state directory that holds the tenant's ledger\n"
-  "\n"
-  "Exit status: COMMAND's status; 128+N when COMMAND is killed by signal N; 127 when\n"
-  "COMMAND cannot be run; 1 when gpuslice itself fails; 2 on a usage error.\n";
+#define ENTRY(n, a, fn, text) { .name = n, .arg = a, .kind = GS_OPT_CALL, .parse = fn, .help = text }
+static const struct gs_opt run_entries[] = {
+  ENTRY("vram", "SIZE", run_tenant_set_vram,
+        "Device memory limit: bytes, K/M/G/T (x1000), Ki/Mi/Gi/Ti (x1024), or a percentage of the device "
+        "such as 25%"),
+  ENTRY("gpu", "N", run_tenant_set_gpu, "Apply --vram to GPU N only (CUDA ordinal); default: every GPU"),
+  ENTRY("name", "NAME", run_tenant_set_name, "Tenant name (A-Z a-z 0-9 . _ -); default: run-<pid>"),
+  { .name = "label", .arg = "KEY=VALUE", .kind = GS_OPT_CALL, .parse = run_tenant_add_label, .flags = GS_OPT_REPEAT,
+    .help = "A label for the tenant; may be repeated" },
+  { .name = "context-reserve", .arg = "SIZE", .kind = GS_OPT_CALL, .parse = run_tenant_set_reserve, .def = "0",
+    .help = "Memory charged for each CUDA context" },
+  ENTRY("compute", "PCT", run_tenant_set_compute, "The tenant's share of each GPU's time, in (0, 100]; decimals allowed"),
+  { .name = "compute-policy", .arg = "P", .kind = GS_OPT_CALL, .parse = run_tenant_set_compute_policy, .def = "share",
+    .help = "share: PCT is guaranteed under contention and spare time goes to whoever has work; cap: never "
+            "more than PCT, even when idle" },
+  { .name = "priority", .arg = "P", .kind = GS_OPT_CALL, .parse = run_tenant_set_priority, .def = "normal",
+    .help = "high, normal or low: high-priority kernels wait at most one turn behind lower-priority work" },
+  ENTRY("slice-ms", "N", run_tenant_set_slice,
+        "Ask the tenant's GPUs for exclusive turns of N ms (1..10000), weighted by share: honest time-slicing"),
+  GS_OPT_HELP_ENTRY,
+};
+#undef ENTRY
+
+const struct gs_opt_table cli_run_table = {
+  .verb = "run",
+  .synopsis = "run [OPTIONS] [--] COMMAND [ARGS...]",
+  .summary = "Run a command with the gpuslice interposer loaded",
+  .intro = "Runs COMMAND, and every process it starts, as one tenant with the gpuslice interposer\n"
+           "(libgpuslice.so) preloaded. The tenant's device memory is held to --vram on every\n"
+           "allocation path, and its share of GPU time to --compute on every kernel launch path. When GPUSLICE_SIM is set, the simulated NVIDIA driver is put first on\n"
+           "LD_LIBRARY_PATH as well.\n",
+  .outro = "Environment set for COMMAND:\n"
+           "  LD_PRELOAD          <libdir>/libgpuslice.so, ahead of any existing value\n"
+           "  LD_LIBRARY_PATH     <libdir>/sim ahead of any existing value, only when GPUSLICE_SIM is set\n"
+           "  GPUSLICE_TENANT     the tenant's name\n"
+           "  GPUSLICE_STATE_DIR  the state directory that holds the tenant's ledger\n"
+           "\n"
+           "Exit status: COMMAND's status; 128+N when COMMAND is killed by signal N; 127 when\n"
+           "COMMAND cannot be run; 1 when gpuslice itself fails; 2 on a usage error.\n",
+  .opts = run_entries,
+  .nopts = GS_OPT_COUNT(run_entries),
+  .flags = GS_OPTS_ONCE,
+};
 
 static volatile sig_atomic_t child_pid;
 
@@ -61,67 +70,13 @@ static void forward_signal(int sig)
     kill((pid_t) child_pid, sig);
 }
 
-/* Applies one tenant option. Returns -1 to go on, or the exit status of a usage error. */
-static int tenant_option(struct run_tenant *t, int c, const char *name, const char *arg)
+/* Parses run's options. Returns -1 to go on, with *next at COMMAND, or the exit status. */
+static int parse_options(int argc, char **argv, struct run_tenant *t, int *next)
 {
-  static char seen[UCHAR_MAX + 1];
-  /* getopt takes whatever follows an option as its value, even the "--" before COMMAND. */
-  if (strcmp(arg, "--") == 0)
-    return cli_usage_error("run", "--%s: missing value", name);
-  if (c != 'l' && seen[(unsigned char) c]++)
-    return cli_usage_error("run", "--%s: given more than once", name);
-  switch (c) {
-  case 'v':
-    return run_tenant_set_vram(t, arg);
-  case 'g':
-    return run_tenant_set_gpu(t, arg);
-  case 'n':
-    return run_tenant_set_name(t, arg);
-  case 'l':
-    return run_tenant_add_label(t, arg);
-  case 'r':
-    return run_tenant_set_reserve(t, arg);
-  case 'c':
-    return run_tenant_set_compute(t, arg);
-  case 'P':
-    return run_tenant_set_compute_policy(t, arg);
-  case 'p':
-    return run_tenant_set_priority(t, arg);
-  case 's':
-    return run_tenant_set_slice(t, arg);
-  }
-  return -1;
-}
-
-/* Parses run's options. Returns -1 to go on, or the exit status to return now. */
-static int parse_options(int argc, char **argv, struct run_tenant *t)
-{
-  static const struct option opts[] = {
-    { "help", no_argument, NULL, 'h' },
-    { "vram", required_argument, NULL, 'v' },
-    { "gpu", required_argument, NULL, 'g' },
-    { "name", required_argument, NULL, 'n' },
-    { "label", required_argument, NULL, 'l' },
-    { "context-reserve", required_argument, NULL, 'r' },
-    { "compute", required_argument, NULL, 'c' },
-    { "compute-policy", required_argument, NULL, 'P' },
-    { "priority", required_argument, NULL, 'p' },
-    { "slice-ms", required_argument, NULL, 's' },
-    { NULL, 0, NULL, 0 },
-  };
-  int c, r, which = 0;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", opts, &which)) != -1) {
-    if (c == 'h') {
-      fputs(run_usage, stdout);
-      return CLI_OK;
-    }
-    if (c == '?' || c == ':')
-      return cli_bad_option("run", argv, c);
-    if ((r = tenant_option(t, c, opts[which].name, optarg)) >= 0)
-      return r;
-  }
-  if (optind >= argc)
+  int r = cli_parse(&cli_run_table, t, argc, argv, next);
+  if (r >= 0)
+    return r;
+  if (*next >= argc)
     return cli_usage_error("run", "missing command (usage: gpuslice run [OPTIONS] [--] COMMAND [ARGS...])");
   return -1;
 }
@@ -272,7 +227,7 @@ int cli_run(int argc, char **argv)
 {
   gs_error_t err = NULL;
   struct run_tenant tenant = RUN_TENANT_INIT;
-  int r = parse_options(argc, argv, &tenant);
+  int next, r = parse_options(argc, argv, &tenant, &next);
   if (r >= 0)
     return r;
 
@@ -284,7 +239,7 @@ int cli_run(int argc, char **argv)
     run_tenant_end(&tenant);
     return cli_fail("run", &err);
   }
-  r = spawn_and_wait(argv + optind, &tenant);
+  r = spawn_and_wait(argv + next, &tenant);
   run_unregister(&tenant, r);
   run_tenant_end(&tenant);
   return r;

@@ -4,7 +4,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,33 +15,10 @@
 #include "json-print.h"
 #include "table.h"
 
-static const char savings_usage[] =
-  "Usage: gpuslice savings (--monthly AMOUNT | --gpus N --model MODEL) [--sharing-cut PCT]\n"
-  "                        [--spot PCT[@PCT]] [--commit PCT[@PCT]] [--term 1y|3y]\n"
-  "                        [--prices FILE] [--json]\n"
-  "\n"
-  "Stacks savings multiplicatively and shows every step: sharing GPUs cuts the bill first;\n"
-  "then spot covers a share of the work left at its discount; then a commitment covers\n"
-  "another share at its discount. Spot and commitment shares are of the work after\n"
-  "sharing and may not add up to more than 100%.\n"
-  "\n"
-  "Options:\n"
-  "  --monthly AMOUNT     Today's monthly bill in $ (e.g. 10000)\n"
-  "  --gpus N --model M   Or: N GPUs of model M, on demand, 730 hours a month\n"
-  "  --sharing-cut PCT    Share of the bill sharing removes, e.g. 40%\n"
-  "  --spot PCT[@PCT]     Work on spot @ its discount, e.g. 50%@70%. Without @, the\n"
-  "                       discount comes from the price table for --model\n"
-  "  --commit PCT[@PCT]   Work under a commitment @ its discount, e.g. 50%@50%\n"
-  "  --term 1y|3y         Commitment term for discounts from the table (default 1y)\n"
-  "  --prices FILE        Price table CSV instead of the built-in one (docs/cost.md)\n"
-  "  --json               Machine-readable output (docs/cli.md)\n"
-  "  -h, --help           Show this help and exit\n"
-  "\n"
-  "Exit status: 0 success, 1 failure, 2 usage error (bad numbers, unknown model, no price).\n";
-
 struct savings_opts {
   double monthly, gpus, sharing, spot_f, spot_d, commit_f, commit_d;
-  const char *model, *prices, *term;
+  const char *model, *prices;
+  int term; /* the index in savings_terms: 0 1y, 1 3y */
   bool json;
 };
 
@@ -63,18 +39,18 @@ static int parse_pct(const char *s, size_t len, double *out)
 }
 
 /* "50%@70%" -> 0.5 and 0.7; "50%" -> 0.5 and NAN (discount from the table). */
-static int parse_share(const char *opt, const char *s, double *f, double *d)
+static int parse_share(const char *opt, const char *s, double *f, double *d, gs_error_t *err)
 {
   const char *at = strchr(s, '@');
   size_t flen = at ? (size_t) (at - s) : strlen(s);
   *d = (double) NAN;
   if (parse_pct(s, flen, f) < 0 || (at && parse_pct(at + 1, strlen(at + 1), d) < 0))
-    return cli_usage_error("savings", "%s '%s': want PCT or PCT@PCT, each 0..100%%", opt, s);
-  return -1;
+    return gs_make_error(err, 0, "%s '%s': want PCT or PCT@PCT, each 0..100%%", opt, s);
+  return 0;
 }
 
 /* "10000", "$10,000" or "10000.50" -> dollars. */
-static int parse_money(const char *opt, const char *s, double min, double *out)
+static int parse_money(const char *opt, const char *s, double *out, gs_error_t *err)
 {
   char buf[64], *end;
   size_t o = 0;
@@ -84,68 +60,76 @@ static int parse_money(const char *opt, const char *s, double min, double *out)
   buf[o] = '\0';
   errno = 0;
   double v = strtod(buf, &end);
-  if (errno || end == buf || *end || !isfinite(v) || v < min || v > 1e15)
-    return cli_usage_error("savings", "%s '%s': want a number >= %g", opt, s, min);
+  if (errno || end == buf || *end || !isfinite(v) || v < 0 || v > 1e15)
+    return gs_make_error(err, 0, "%s '%s': want a number >= 0", opt, s);
   *out = v;
-  return -1;
+  return 0;
 }
 
-static int savings_option(struct savings_opts *o, int c, char **argv)
+static int set_monthly(void *dst, const char *arg, gs_error_t *err)
 {
-  switch (c) {
-  case 'h':
-    fputs(savings_usage, stdout);
-    return CLI_OK;
-  case 'M':
-    return parse_money("--monthly", optarg, 0, &o->monthly);
-  case 'g':
-    return parse_money("--gpus", optarg, 0, &o->gpus);
-  case 'm':
-    o->model = optarg;
-    return -1;
-  case 'S':
-    if (parse_pct(optarg, strlen(optarg), &o->sharing) < 0)
-      return cli_usage_error("savings", "--sharing-cut '%s': want a percentage 0..100%%",
-                             optarg);
-    return -1;
-  case 's':
-    return parse_share("--spot", optarg, &o->spot_f, &o->spot_d);
-  case 'c':
-    return parse_share("--commit", optarg, &o->commit_f, &o->commit_d);
-  case 't':
-    o->term = optarg;
-    return strcmp(optarg, "1y") == 0 || strcmp(optarg, "3y") == 0
-               ? -1
-               : cli_usage_error("savings", "--term '%s': want 1y or 3y", optarg);
-  case 'p':
-    o->prices = optarg;
-    return -1;
-  case 'j':
-    o->json = true;
-    return -1;
-  default:
-    return cli_bad_option("savings", argv, c);
-  }
+  return parse_money("--monthly", arg, &((struct savings_opts *) dst)->monthly, err);
 }
 
-static int parse_args(int argc, char **argv, struct savings_opts *o)
+static int set_gpus(void *dst, const char *arg, gs_error_t *err)
 {
-  static const struct option opts[] = {
-    { "monthly", required_argument, NULL, 'M' }, { "gpus", required_argument, NULL, 'g' },
-    { "model", required_argument, NULL, 'm' },   { "sharing-cut", required_argument, NULL, 'S' },
-    { "spot", required_argument, NULL, 's' },    { "commit", required_argument, NULL, 'c' },
-    { "term", required_argument, NULL, 't' },    { "prices", required_argument, NULL, 'p' },
-    { "json", no_argument, NULL, 'j' },          { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  int c, r;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1)
-    if ((r = savings_option(o, c, argv)) >= 0)
-      return r;
-  if (optind < argc)
-    return cli_usage_error("savings", "'%s': unexpected argument (see gpuslice savings --help)",
-                           argv[optind]);
+  return parse_money("--gpus", arg, &((struct savings_opts *) dst)->gpus, err);
+}
+
+static int set_spot(void *dst, const char *arg, gs_error_t *err)
+{
+  struct savings_opts *o = dst;
+  return parse_share("--spot", arg, &o->spot_f, &o->spot_d, err);
+}
+
+static int set_commit(void *dst, const char *arg, gs_error_t *err)
+{
+  struct savings_opts *o = dst;
+  return parse_share("--commit", arg, &o->commit_f, &o->commit_d, err);
+}
+
+static const char *const savings_terms[] = { "1y", "3y", NULL };
+#define OFF(f) offsetof(struct savings_opts, f)
+static const struct gs_opt savings_entries[] = {
+  { .name = "monthly", .arg = "AMOUNT", .kind = GS_OPT_CALL, .parse = set_monthly,
+    .help = "Today's monthly bill in $, e.g. 10000 or $10,000" },
+  { .name = "gpus", .arg = "N", .kind = GS_OPT_CALL, .parse = set_gpus,
+    .help = "Or: N GPUs of --model on demand, 730 hours a month, priced from the table" },
+  { .name = "model", .arg = "MODEL", .kind = GS_OPT_STRING, .offset = OFF(model),
+    .help = "The GPU model whose prices --gpus and discounts without @ read" },
+  { .name = "sharing-cut", .arg = "PCT", .kind = GS_OPT_PERCENT, .offset = OFF(sharing), .max = 100,
+    .help = "Share of the bill that sharing removes, e.g. 40% (the % is optional)" },
+  { .name = "spot", .arg = "PCT[@PCT]", .kind = GS_OPT_CALL, .parse = set_spot,
+    .help = "Share of the work on spot, at its discount, e.g. 50%@70%. Without @, the discount is "
+            "1 - spot / on-demand from the table for --model" },
+  { .name = "commit", .arg = "PCT[@PCT]", .kind = GS_OPT_CALL, .parse = set_commit,
+    .help = "Share of the work under a commitment, at its discount, e.g. 50%@50%; without @, from the "
+            "table (--term)" },
+  { .name = "term", .arg = "1y|3y", .kind = GS_OPT_ENUM, .offset = OFF(term), .choices = savings_terms,
+    .def = "1y", .help = "Which commitment rate a discount from the table uses" },
+  { .name = "prices", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(prices),
+    .help = "Price table CSV instead of the built-in one (docs/cost.md)" },
+  { .name = "json", .kind = GS_OPT_FLAG, .offset = OFF(json), .help = "Machine-readable output (docs/cli.md)" },
+  GS_OPT_HELP_ENTRY,
+};
+#undef OFF
+
+const struct gs_opt_table cli_savings_table = {
+  .verb = "savings",
+  .synopsis = "savings (--monthly AMOUNT | --gpus N --model MODEL) [OPTIONS]",
+  .summary = "Show stacked savings: sharing, then spot, then commitments",
+  .intro = "Stacks savings multiplicatively and shows every step: sharing GPUs cuts the bill first;\n"
+           "then spot covers a share of the work left at its discount; then a commitment covers\n"
+           "another share at its discount. Spot and commitment shares are of the work after\n"
+           "sharing and may not add up to more than 100%.\n",
+  .outro = "Exit status: 0 success, 1 failure, 2 usage error (bad numbers, unknown model, no price).\n",
+  .opts = savings_entries,
+  .nopts = GS_OPT_COUNT(savings_entries),
+};
+
+/* What the options must say together: one bill, and a model wherever a price is read. */
+static int check_args(const struct savings_opts *o)
+{
   if (isnan(o->monthly) == isnan(o->gpus))
     return cli_usage_error("savings", "give either --monthly or --gpus with --model "
                            "(see gpuslice savings --help)");
@@ -155,6 +139,14 @@ static int parse_args(int argc, char **argv, struct savings_opts *o)
     return cli_usage_error("savings", "--%s without @DISCOUNT needs --model, to read the "
                            "discount from the price table", isnan(o->spot_d) ? "spot" : "commit");
   return -1;
+}
+
+static int parse_args(int argc, char **argv, struct savings_opts *o)
+{
+  int next, r = cli_parse(&cli_savings_table, o, argc, argv, &next);
+  if (r >= 0 || (r = cli_no_operands("savings", argc, argv, next)) >= 0)
+    return r;
+  return check_args(o);
 }
 
 /* Bad input (a table that does not parse, an unknown model, a missing price): exit 2. */
@@ -188,7 +180,7 @@ static int apply_prices(struct savings_opts *o, const struct gs_price **used, gs
   if (p) {
     copy = *p;
     *used = &copy;
-    bool y3 = o->term && strcmp(o->term, "3y") == 0;
+    bool y3 = o->term == 1;
     if (!isnan(o->gpus))
       o->monthly = gs_monthly_cost(o->gpus, p->on_demand);
     r = (isnan(o->spot_d) && discount_from(p, p->spot, "spot", &o->spot_d, err) < 0) ||

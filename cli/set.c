@@ -5,7 +5,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,143 +13,107 @@
 #include "daemon-verb.h"
 #include "table.h"
 
-static const char set_usage[] =
-  "Usage: gpuslice set TENANT [--vram SIZE|none] [--gpu N] [--compute PCT|none]\n"
-  "                    [--compute-policy cap|share] [--priority high|normal|low]\n"
-  "                    [--json] [--socket PATH]\n"
-  "\n"
-  "Changes a running tenant's limits, live: its processes apply them at their next\n"
-  "allocation or kernel launch. A memory limit below what the tenant holds makes its\n"
-  "further allocations fail until its use drops; nothing is killed.\n"
-  "\n"
-  "Options:\n"
-  "  --vram SIZE|none         Device memory limit per GPU: 8G, 512MiB, 25% of the GPU;\n"
-  "                           none lifts it\n"
-  "  --gpu N                  Apply --vram to GPU N only (default: every GPU)\n"
-  "  --compute PCT|none       Compute limit, percent of the GPU's time (0 < PCT <= 100;\n"
-  "                           decimals allowed, e.g. 12.5); none lifts it\n"
-  "  --compute-policy POLICY  cap (never more than PCT) or share (PCT when others\n"
-  "                           want the GPU, more when it is idle)\n"
-  "  --priority PRIORITY      high, normal or low\n"
-  "  --json                   Print the tenant as JSON (keys in docs/cli.md)\n"
-  "  --socket PATH            The daemon's socket (default: $GPUSLICE_SOCKET, else\n"
-  "                           /run/gpuslice/gpuslice.sock for root)\n"
-  "  -h, --help               Show this help and exit\n"
-  "\n"
-  "Exit status: 0 success, 1 failure (no daemon answers, unknown tenant, the daemon\n"
-  "refuses), 2 usage error.\n";
-
 struct set_opts {
-  const char *socket, *tenant, *vram, *policy, *priority;
+  const char *socket, *tenant, *vram;
   double compute;
-  int gpu;         /* -1: every GPU */
+  long long gpu;      /* -1: every GPU */
+  int policy, priority; /* indexes in set_policies and set_priorities; -1: unchanged */
   bool have_compute, compute_none, vram_none, json;
 };
 
-static int parse_compute(const char *arg, struct set_opts *o)
+static int set_compute(void *dst, const char *arg, gs_error_t *err)
 {
+  struct set_opts *o = dst;
   char *end;
   o->have_compute = true;
   if (strcmp(arg, "none") == 0) {
     o->compute_none = true;
-    return -1;
+    return 0;
   }
   errno = 0;
   double v = strtod(arg, &end);
   if (errno || end == arg || *end || !isfinite(v) || v <= 0 || v > 100)
-    return cli_usage_error("set", "--compute '%s': want a percentage above 0 and at most 100",
-                           arg);
+    return gs_make_error(err, 0, "--compute '%s': want a percentage above 0 and at most 100", arg);
   o->compute = v;
-  return -1;
+  return 0;
 }
 
-static int parse_gpu(const char *arg, struct set_opts *o)
+static int set_vram(void *dst, const char *arg, gs_error_t *err)
 {
-  char *end;
-  errno = 0;
-  long v = strtol(arg, &end, 10);
-  if (errno || end == arg || *end || v < 0 || v >= GS_LEDGER_MAX_GPUS)
-    return cli_usage_error("set", "--gpu '%s': want a GPU index from 0 to %d", arg,
-                           GS_LEDGER_MAX_GPUS - 1);
-  o->gpu = (int) v;
-  return -1;
-}
-
-static int parse_vram(const char *arg, struct set_opts *o)
-{
+  struct set_opts *o = dst;
   uint64_t bytes;
-  gs_error_t err = NULL;
   o->vram = arg;
   if (strcmp(arg, "none") == 0) {
     o->vram_none = true;
-    return -1;
+    return 0;
   }
   /* Only the form is checked here: a percentage is of the GPU, which the daemon knows. */
-  if (gs_parse_size(arg, UINT64_C(1) << 40, &bytes, &err) < 0) {
-    cli_usage_error("set", "--vram: %s", err->msg);
-    gs_error_release(&err);
-    return CLI_USAGE;
-  }
-  return -1;
+  if (gs_parse_size(arg, UINT64_C(1) << 40, &bytes, err) < 0)
+    return gs_error_prepend(err, "--vram");
+  return 0;
 }
 
-static int one_of(const char *opt, const char *arg, const char *a, const char *b, const char *c,
-                  const char **out)
-{
-  if (strcmp(arg, a) != 0 && strcmp(arg, b) != 0 && (!c || strcmp(arg, c) != 0))
-    return cli_usage_error("set", "%s '%s': want %s, %s%s%s", opt, arg, a, b, c ? " or " : "",
-                           c ? c : "");
-  *out = arg;
-  return -1;
-}
+static const char *const set_policies[] = { "cap", "share", NULL };
+static const char *const set_priorities[] = { "high", "normal", "low", NULL };
+#define OFF(f) offsetof(struct set_opts, f)
+static const struct gs_opt set_entries[] = {
+  { .name = "vram", .arg = "SIZE|none", .kind = GS_OPT_CALL, .parse = set_vram,
+    .help = "Device memory limit per GPU, as gpuslice run --vram takes it: 8G, 512MiB, 25% of the GPU; "
+            "none lifts it" },
+  { .name = "gpu", .arg = "N", .kind = GS_OPT_INT, .offset = OFF(gpu), .max = GS_LEDGER_MAX_GPUS - 1,
+    .help = "Apply --vram to GPU N only (default: every GPU)" },
+  { .name = "compute", .arg = "PCT|none", .kind = GS_OPT_CALL, .parse = set_compute,
+    .help = "Compute limit, percent of the GPU's time (0 < PCT <= 100; decimals allowed, e.g. 12.5); "
+            "none lifts it" },
+  { .name = "compute-policy", .arg = "cap|share", .kind = GS_OPT_ENUM, .offset = OFF(policy),
+    .choices = set_policies,
+    .help = "cap (never more than PCT) or share (PCT when others want the GPU, more when it is idle)" },
+  { .name = "priority", .arg = "high|normal|low", .kind = GS_OPT_ENUM, .offset = OFF(priority),
+    .choices = set_priorities, .help = "The tenant's priority" },
+  { .name = "json", .kind = GS_OPT_FLAG, .offset = OFF(json),
+    .help = "Print the tenant as JSON, as ps --json describes it (docs/cli.md)" },
+  VERB_SOCKET_ENTRY(struct set_opts),
+  GS_OPT_HELP_ENTRY,
+};
+#undef OFF
 
-static int set_option(struct set_opts *o, int c, char **argv)
-{
-  switch (c) {
-  case 'h':
-    fputs(set_usage, stdout);
-    return CLI_OK;
-  case 'S': o->socket = optarg; return -1;
-  case 'j': o->json = true; return -1;
-  case 'v': return parse_vram(optarg, o);
-  case 'c': return parse_compute(optarg, o);
-  case 'g': return parse_gpu(optarg, o);
-  case 'P': return one_of("--compute-policy", optarg, "cap", "share", NULL, &o->policy);
-  case 'p': return one_of("--priority", optarg, "high", "normal", "low", &o->priority);
-  default: return cli_bad_option("set", argv, c);
-  }
-}
+const struct gs_opt_table cli_set_table = {
+  .verb = "set",
+  .synopsis = "set TENANT [--vram SIZE|none] [--gpu N] [--compute PCT|none] [OPTIONS]",
+  .summary = "Change a running tenant's limits, live",
+  .intro = "Changes a running tenant's limits, live: its processes apply them at their next\n"
+           "allocation or kernel launch. A memory limit below what the tenant holds makes its\n"
+           "further allocations fail until its use drops; nothing is killed. Only the options\n"
+           "given change; options may follow TENANT.\n",
+  .outro = "Exit status: 0 success, 1 failure (no daemon answers, unknown tenant, the daemon\n"
+           "refuses), 2 usage error.\n",
+  .opts = set_entries,
+  .nopts = GS_OPT_COUNT(set_entries),
+  .flags = GS_OPTS_PERMUTE,
+};
 
-static int parse_args(int argc, char **argv, struct set_opts *o)
+/* TENANT, and what the options must say together. */
+static int check_args(int argc, char **argv, int next, struct set_opts *o)
 {
-  static const struct option opts[] = {
-    { "vram", required_argument, NULL, 'v' },     { "compute", required_argument, NULL, 'c' },
-    { "compute-policy", required_argument, NULL, 'P' },
-    { "priority", required_argument, NULL, 'p' }, { "json", no_argument, NULL, 'j' },
-    { "gpu", required_argument, NULL, 'g' },
-    { "socket", required_argument, NULL, 'S' },   { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  int c, r;
-  opterr = 0;
-  /* No '+': options may follow the tenant's name. */
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1)
-    if ((r = set_option(o, c, argv)) >= 0)
-      return r;
-  if (optind >= argc)
+  if (next >= argc)
     return cli_usage_error("set", "missing TENANT (see gpuslice set --help)");
-  if (optind + 1 < argc)
-    return cli_usage_error("set", "'%s': unexpected argument (see gpuslice set --help)",
-                           argv[optind + 1]);
-  o->tenant = argv[optind];
+  if (next + 1 < argc)
+    return cli_no_operands("set", argc, argv, next + 1);
+  o->tenant = argv[next];
   if (!*o->tenant)
     return cli_usage_error("set", "TENANT is empty");
   if (o->gpu >= 0 && !o->vram)
     return cli_usage_error("set", "--gpu applies to --vram: give --vram too");
-  if (!o->vram && !o->have_compute && !o->policy && !o->priority)
+  if (!o->vram && !o->have_compute && o->policy < 0 && o->priority < 0)
     return cli_usage_error("set", "nothing to change: give --vram, --compute, --compute-policy "
                            "or --priority");
   return -1;
+}
+
+static int parse_args(int argc, char **argv, struct set_opts *o)
+{
+  int next, r = cli_parse(&cli_set_table, o, argc, argv, &next);
+  return r >= 0 ? r : check_args(argc, argv, next, o);
 }
 
 static json_t *patch_body(const struct set_opts *o)
@@ -159,13 +122,13 @@ static json_t *patch_body(const struct set_opts *o)
   if (o->vram)
     json_object_set_new(body, "vram", o->vram_none ? json_null() : json_string(o->vram));
   if (o->gpu >= 0)
-    json_object_set_new(body, "gpu", json_integer(o->gpu));
+    json_object_set_new(body, "gpu", json_integer((json_int_t) o->gpu));
   if (o->have_compute)
     json_object_set_new(body, "compute_pct", o->compute_none ? json_null() : json_real(o->compute));
-  if (o->policy)
-    json_object_set_new(body, "compute_policy", json_string(o->policy));
-  if (o->priority)
-    json_object_set_new(body, "priority", json_string(o->priority));
+  if (o->policy >= 0)
+    json_object_set_new(body, "compute_policy", json_string(set_policies[o->policy]));
+  if (o->priority >= 0)
+    json_object_set_new(body, "priority", json_string(set_priorities[o->priority]));
   return body;
 }
 
@@ -186,7 +149,7 @@ static void print_limits(const json_t *t)
 
 int cli_set(int argc, char **argv)
 {
-  struct set_opts o = { .gpu = -1 };
+  struct set_opts o = { .gpu = -1, .policy = -1, .priority = -1 };
   int r = parse_args(argc, argv, &o);
   if (r >= 0)
     return r;

@@ -6,7 +6,6 @@
 
 #include <curses.h>
 #include <errno.h>
-#include <getopt.h>
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,63 +17,37 @@
 #include "daemon-verb.h"
 #include "node-tables.h"
 
-static const char top_usage[] =
-  "Usage: gpuslice top [--once] [--interval SECONDS] [--socket PATH]\n"
-  "\n"
-  "Shows the node's GPUs and tenants live, refreshed every interval. Press q to quit.\n"
-  "When stdout is not a terminal, prints one frame and exits, as --once does.\n"
-  "\n"
-  "Options:\n"
-  "  --once              Print one frame as plain text and exit\n"
-  "  --interval SECONDS  Time between refreshes (default 1; decimals allowed, >= 0.1)\n"
-  "  --socket PATH       The daemon's socket (default: $GPUSLICE_SOCKET, else\n"
-  "                      /run/gpuslice/gpuslice.sock for root)\n"
-  "  -h, --help          Show this help and exit\n"
-  "\n"
-  "Exit status: 0 success, 1 failure (no daemon answers, with --once), 2 usage error.\n";
-
 struct top_opts {
   const char *socket;
   double interval;
   bool once;
 };
 
-static int top_option(struct top_opts *o, int c, char **argv)
-{
-  char *end;
-  switch (c) {
-  case 'h':
-    fputs(top_usage, stdout);
-    return CLI_OK;
-  case 'S': o->socket = optarg; return -1;
-  case 'o': o->once = true; return -1;
-  case 'i':
-    errno = 0;
-    o->interval = strtod(optarg, &end);
-    if (errno || end == optarg || *end || !isfinite(o->interval) || o->interval < 0.1 ||
-        o->interval > 3600)
-      return cli_usage_error("top", "--interval '%s': want seconds from 0.1 to 3600", optarg);
-    return -1;
-  default: return cli_bad_option("top", argv, c);
-  }
-}
+static const struct gs_opt top_entries[] = {
+  { .name = "once", .kind = GS_OPT_FLAG, .offset = offsetof(struct top_opts, once),
+    .help = "Print one frame as plain text and exit" },
+  { .name = "interval", .arg = "SECONDS", .kind = GS_OPT_DOUBLE, .offset = offsetof(struct top_opts, interval),
+    .def = "1", .min = 0.1, .max = 3600, .want = "seconds from 0.1 to 3600",
+    .help = "Time between refreshes, 0.1 to 3600 seconds; decimals allowed" },
+  VERB_SOCKET_ENTRY(struct top_opts),
+  GS_OPT_HELP_ENTRY,
+};
+
+const struct gs_opt_table cli_top_table = {
+  .verb = "top",
+  .synopsis = "top [--once] [--interval SECONDS] [--socket PATH]",
+  .summary = "Show GPUs and tenants live",
+  .intro = "Shows the node's GPUs and tenants live, refreshed every interval. Press q to quit.\n"
+           "When stdout is not a terminal, prints one frame and exits, as --once does.\n",
+  .outro = "Exit status: 0 success, 1 failure (no daemon answers, with --once), 2 usage error.\n",
+  .opts = top_entries,
+  .nopts = GS_OPT_COUNT(top_entries),
+};
 
 static int parse_args(int argc, char **argv, struct top_opts *o)
 {
-  static const struct option opts[] = {
-    { "once", no_argument, NULL, 'o' },       { "interval", required_argument, NULL, 'i' },
-    { "socket", required_argument, NULL, 'S' }, { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  int c, r;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1)
-    if ((r = top_option(o, c, argv)) >= 0)
-      return r;
-  if (optind < argc)
-    return cli_usage_error("top", "'%s': unexpected argument (see gpuslice top --help)",
-                           argv[optind]);
-  return -1;
+  int next, r = cli_parse(&cli_top_table, o, argc, argv, &next);
+  return r >= 0 ? r : cli_no_operands("top", argc, argv, next);
 }
 
 static void print_section(FILE *f, const char *title, struct table *t)
@@ -165,7 +138,7 @@ static int top_live(struct daemon_client *c, double interval)
 
 int cli_top(int argc, char **argv)
 {
-  struct top_opts o = { .interval = 1.0 };
+  struct top_opts o = { 0 };
   int r = parse_args(argc, argv, &o);
   if (r >= 0)
     return r;

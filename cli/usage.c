@@ -4,7 +4,6 @@
 #include "cli.h"
 
 #include <ctype.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,38 +13,9 @@
 #include "table.h"
 #include "usage-cost.h"
 
-static const char usage_usage[] =
-  "Usage: gpuslice usage [--by tenant|user|label:KEY] [--since AGE|TIME] [--json|--csv]\n"
-  "                      [--cost [--prices FILE] [--gpu-model M]] [--socket PATH]\n"
-  "\n"
-  "Reports the GPU time and memory each group of tenants used, from the daemon's usage\n"
-  "ledger. A local user sees their own tenants; root and the gpuslice group see all.\n"
-  "\n"
-  "Options:\n"
-  "  --by GROUP      tenant (default), user, or label:KEY (e.g. label:team)\n"
-  "  --since WHEN    An age such as 30m, 24h, 7d (default), 2w, or an RFC 3339 time\n"
-  "                  such as 2025-01-31T00:00:00Z\n"
-  "  --json          Print JSON (keys documented in docs/cli.md)\n"
-  "  --csv           Print CSV: key,tenants,gpu_seconds,vram_byte_seconds,vram_gib_hours,\n"
-  "                  wall_seconds,served_requests,allocated_gpu_seconds (and with --cost:\n"
-  "                  used_cost,idle_cost,total_cost,cost_per_1k_requests)\n"
-  "  --cost          Price it: the cost of what each group used, the idle cost of what it\n"
-  "                  held but did not use, the node's unallocated cost apart, and the cost\n"
-  "                  per 1,000 served requests (docs/cost.md)\n"
-  "  --prices FILE   A price CSV for --cost (default: the built-in table, `gpuslice prices`)\n"
-  "  --gpu-model M   The GPU model to price (default: the node's first GPU)\n"
-  "  --socket PATH   The daemon's socket (default: $GPUSLICE_SOCKET, else\n"
-  "                  /run/gpuslice/gpuslice.sock for root)\n"
-  "  -h, --help      Show this help and exit\n"
-  "\n"
-  "Exit status: 0 success, 1 failure (no daemon answers, the daemon refuses), 2 usage error.\n";
-
-enum usage_format { FMT_TABLE, FMT_JSON, FMT_CSV };
-
 struct usage_opts {
   const char *socket, *by, *since;
-  enum usage_format format;
-  bool cost;
+  bool json, csv, cost;
   struct usage_cost_opts price;
 };
 
@@ -93,56 +63,54 @@ static bool valid_rfc3339(const char *s)
          p[1 + n] == '\0' && n == 5;
 }
 
-static int usage_option(struct usage_opts *o, int c, char **argv)
+static bool valid_since(const char *s)
 {
-  switch (c) {
-  case 'h':
-    fputs(usage_usage, stdout);
-    return CLI_OK;
-  case 'S': o->socket = optarg; return -1;
-  case 'C': o->cost = true; return -1;
-  case 'p': o->price.prices = optarg; return -1;
-  case 'm': o->price.model = optarg; return -1;
-  case 'b':
-    if (!valid_by(optarg))
-      return cli_usage_error("usage", "--by '%s': want tenant, user or label:KEY", optarg);
-    o->by = optarg;
-    return -1;
-  case 's':
-    if (!valid_age(optarg) && !valid_rfc3339(optarg))
-      return cli_usage_error("usage", "--since '%s': want an age (30m, 24h, 7d, 2w) or an "
-                             "RFC 3339 time", optarg);
-    o->since = optarg;
-    return -1;
-  case 'j':
-  case 'c':
-    if (o->format != FMT_TABLE)
-      return cli_usage_error("usage", "--json and --csv: choose one");
-    o->format = c == 'j' ? FMT_JSON : FMT_CSV;
-    return -1;
-  default:
-    return cli_bad_option("usage", argv, c);
-  }
+  return valid_age(s) || valid_rfc3339(s);
 }
+
+#define OFF(f) offsetof(struct usage_opts, f)
+static const struct gs_opt usage_entries[] = {
+  { .name = "by", .arg = "GROUP", .kind = GS_OPT_STRING, .offset = OFF(by), .def = "tenant", .valid = valid_by,
+    .want = "tenant, user or label:KEY", .help = "tenant, user, or label:KEY (e.g. label:team)" },
+  { .name = "since", .arg = "WHEN", .kind = GS_OPT_STRING, .offset = OFF(since), .def = "7d", .valid = valid_since,
+    .want = "an age (30m, 24h, 7d, 2w) or an RFC 3339 time",
+    .help = "An age such as 30m, 24h, 7d, 2w, or an RFC 3339 time such as 2025-01-31T00:00:00Z" },
+  { .name = "json", .kind = GS_OPT_FLAG, .offset = OFF(json), .help = "Print JSON (keys documented in docs/cli.md)" },
+  { .name = "csv", .kind = GS_OPT_FLAG, .offset = OFF(csv),
+    .help = "Print CSV with the columns key, tenants, gpu_seconds, vram_byte_seconds, vram_gib_hours, "
+            "wall_seconds, served_requests, allocated_gpu_seconds (and with --cost: used_cost, idle_cost, "
+            "total_cost, cost_per_1k_requests)" },
+  { .name = "cost", .kind = GS_OPT_FLAG, .offset = OFF(cost),
+    .help = "Price it: the cost of what each group used, the idle cost of what it held but did not use, the "
+            "node's unallocated cost apart, and the cost per 1,000 served requests (docs/cost.md)" },
+  { .name = "prices", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(price.prices),
+    .help = "A price CSV for --cost (default: the built-in table; see gpuslice prices)" },
+  { .name = "gpu-model", .arg = "M", .kind = GS_OPT_STRING, .offset = OFF(price.model),
+    .help = "The GPU model to price (default: the node's first GPU)" },
+  VERB_SOCKET_ENTRY(struct usage_opts),
+  GS_OPT_HELP_ENTRY,
+};
+#undef OFF
+
+const struct gs_opt_table cli_usage_table = {
+  .verb = "usage",
+  .synopsis = "usage [--by tenant|user|label:KEY] [--since AGE|TIME] [--json|--csv]\n"
+              "usage --cost [--prices FILE] [--gpu-model M] [OPTIONS]",
+  .summary = "Report GPU time and memory used, by tenant, user or label",
+  .intro = "Reports the GPU time and memory each group of tenants used, from the daemon's usage\n"
+           "ledger. A local user sees their own tenants; root and the gpuslice group see all.\n",
+  .outro = "Exit status: 0 success, 1 failure (no daemon answers, the daemon refuses), 2 usage error.\n",
+  .opts = usage_entries,
+  .nopts = GS_OPT_COUNT(usage_entries),
+};
 
 static int parse_args(int argc, char **argv, struct usage_opts *o)
 {
-  static const struct option opts[] = {
-    { "by", required_argument, NULL, 'b' },   { "since", required_argument, NULL, 's' },
-    { "json", no_argument, NULL, 'j' },       { "csv", no_argument, NULL, 'c' },
-    { "socket", required_argument, NULL, 'S' }, { "help", no_argument, NULL, 'h' },
-    { "cost", no_argument, NULL, 'C' },       { "prices", required_argument, NULL, 'p' },
-    { "gpu-model", required_argument, NULL, 'm' },
-    { NULL, 0, NULL, 0 },
-  };
-  int c, r;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1)
-    if ((r = usage_option(o, c, argv)) >= 0)
-      return r;
-  if (optind < argc)
-    return cli_usage_error("usage", "'%s': unexpected argument (see gpuslice usage --help)",
-                           argv[optind]);
+  int next, r = cli_parse(&cli_usage_table, o, argc, argv, &next);
+  if (r >= 0 || (r = cli_no_operands("usage", argc, argv, next)) >= 0)
+    return r;
+  if (o->json && o->csv)
+    return cli_usage_error("usage", "--json and --csv: choose one");
   if (!o->cost && (o->price.prices || o->price.model))
     return cli_usage_error("usage", "--prices and --gpu-model go with --cost");
   return -1;
@@ -224,7 +192,7 @@ static void print_table(const json_t *reply, const char *by)
 
 int cli_usage(int argc, char **argv)
 {
-  struct usage_opts o = { .by = "tenant", .since = "7d", .format = FMT_TABLE };
+  struct usage_opts o = { 0 };
   int r = parse_args(argc, argv, &o);
   if (r >= 0)
     return r;
@@ -242,9 +210,9 @@ int cli_usage(int argc, char **argv)
   o.price.socket = o.socket;
   if (o.cost && (r = usage_cost_add(reply, &o.price)) != CLI_OK)
     return r;
-  if (o.format == FMT_JSON)
+  if (o.json)
     return verb_print_json(reply);
-  if (o.format == FMT_CSV)
+  if (o.csv)
     print_csv(json_object_get(reply, "rows"), o.cost);
   else if (o.cost)
     usage_cost_print(reply, o.by);

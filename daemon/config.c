@@ -1,182 +1,92 @@
-/* The daemon's settings, declared once in one table (as redis's static_configs[]): name,
- * type, default, environment variable, flag and help. The table drives the defaults, the
- * config file, the environment, the flags, --help and the sample config file
- * (packaging/gpuslice.conf.sample is `gpuslice daemon --print-config`).
+/* The daemon's settings, declared once in one option table (lib's gs-opt.h, as redis's
+ * static_configs[]): name, type, default, bounds, environment variable and help. The table
+ * drives the defaults, the config file, the environment, the flags, --help, the sample config
+ * (packaging/gpuslice.conf.sample is `gpuslice daemon --print-config`) and the daemon's tables
+ * in docs/cli.md and docs/configuration.md (`gpuslice __docs`).
  *
  * Precedence, last wins: built-in default < config file < environment < flag. The config
  * file holds `name value` lines (an `=` between is allowed); `#` starts a comment. It is
- * optional: the default file is read only when it exists, one named with --config must. */
+ * optional: the default file is read only when it exists, one named with --config must.
+ * Reading the files and the environment is lib/opt-config.c's; this file orders the sources
+ * and turns their errors into exit statuses. */
 #include "daemon.h"
 
-#include <errno.h>
-#include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "gs-daemon-paths.h"
+#include "gs-opt.h"
 
 #define DEFAULT_CONFIG "/etc/gpuslice/gpuslice.conf"
 
-/* "gpuslice: daemon: <message>" on stderr; returns the usage-error exit status, 2. */
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
+enum { DAEMON_FAILURE = 1, DAEMON_USAGE = 2 };
+
+/* "gpuslice: daemon: <err>" on stderr; returns status. */
+static int fail(gs_error_t *err, int status)
 {
-  va_list ap;
-  fputs("gpuslice: daemon: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  return 2;
+  fprintf(stderr, "gpuslice: daemon: %s\n", *err ? (*err)->msg : "unknown error");
+  gs_error_release(err);
+  return status;
 }
 
-enum cfg_type { CFG_STRING, CFG_SECONDS, CFG_MODE };
+static bool valid_log_level(const char *value)
+{
+  return gs_log_level_parse(value) >= 0;
+}
 
-struct setting {
-  const char *name;       /* in the config file; the flag is --name with '-' for '_' */
-  enum cfg_type type;
-  size_t offset;          /* in struct daemon_config */
-  const char *(*def)(void);  /* the default here and now */
-  const char *root_def;       /* the default of a system daemon, for the sample config */
-  const char *env;
-  const char *help;
-};
-
-static const char *def_socket(void) { return gs_daemon_listen_socket_path(); }
-static const char *def_metrics(void) { return GS_DAEMON_METRICS_DEFAULT; }
-static const char *def_ledger(void) { return gs_daemon_ledger_path(); }
-static const char *def_state_dir(void) { return gs_ledger_state_dir(); }
-static const char *def_interval(void) { return "1"; }
-static const char *def_mode(void) { return "0666"; }
-static const char *def_group(void) { return "gpuslice"; }
-static const char *def_log(void) { return "info"; }
-
+/* A setting: a flag, a key of the config file, and its default for root (def, what the docs
+ * and the sample show) beside the default here and now (def_now, for other users). */
 #define OFF(f) offsetof(struct daemon_config, f)
-static const struct setting settings[] = {
-  { "socket", CFG_STRING, OFF(socket), def_socket, "/run/gpuslice/gpuslice.sock", "GPUSLICE_SOCKET",
-    "The API's Unix socket (for a daemon not run as root: <state dir>/gpuslice.sock)." },
-  { "socket_mode", CFG_MODE, OFF(socket_mode), def_mode, "0666", NULL,
-    "Permissions of the socket, octal. Every user who can connect sees only their own tenants." },
-  { "metrics_listen", CFG_STRING, OFF(metrics_listen), def_metrics, GS_DAEMON_METRICS_DEFAULT, "GPUSLICE_METRICS_LISTEN",
-    "Where GET /metrics and GET /health are served: ADDR:PORT, [V6ADDR]:PORT, or off." },
-  { "ledger", CFG_STRING, OFF(ledger), def_ledger, "/var/lib/gpuslice/ledger.db", "GPUSLICE_LEDGER_DB",
-    "The SQLite usage ledger (not as root: $XDG_STATE_HOME/gpuslice/ledger.db)." },
-  { "state_dir", CFG_STRING, OFF(state_dir), def_state_dir, "/run/gpuslice", "GPUSLICE_STATE_DIR",
-    "The state directory: tenant ledgers in tenants/, the daemon's limits files in limits/." },
-  { "interval", CFG_SECONDS, OFF(interval), def_interval, "1", "GPUSLICE_INTERVAL",
-    "Seconds between samples (0.1 to 3600); each sample is one interval in the usage ledger." },
-  { "admin_group", CFG_STRING, OFF(admin_group), def_group, "gpuslice", NULL,
-    "Members of this group see and change every tenant, as root does." },
-  { "log_level", CFG_STRING, OFF(log_level), def_log, "info", "GPUSLICE_LOG", "error, warn, info or debug." },
+#define SETTING .flags = GS_OPT_SETTING | GS_OPT_OWNED
+static const struct gs_opt daemon_entries[] = {
+  { .name = "socket", .arg = "PATH", .kind = GS_OPT_STRING, .offset = OFF(socket), SETTING,
+    .def = "/run/gpuslice/gpuslice.sock", .def_now = gs_daemon_listen_socket_path, .env = "GPUSLICE_SOCKET",
+    .help = "The API's Unix socket (for a daemon not run as root: <state dir>/gpuslice.sock)." },
+  { .name = "socket-mode", .arg = "MODE", .kind = GS_OPT_MODE, .offset = OFF(socket_mode), SETTING, .def = "0666",
+    .help = "Permissions of the socket, octal. Every user who can connect sees only their own tenants." },
+  { .name = "metrics-listen", .arg = "ADDR:PORT", .kind = GS_OPT_STRING, .offset = OFF(metrics_listen), SETTING,
+    .def = GS_DAEMON_METRICS_DEFAULT, .env = "GPUSLICE_METRICS_LISTEN",
+    .help = "Where GET /metrics and GET /health are served: ADDR:PORT, [V6ADDR]:PORT, or off." },
+  { .name = "ledger", .arg = "PATH", .kind = GS_OPT_STRING, .offset = OFF(ledger), SETTING,
+    .def = "/var/lib/gpuslice/ledger.db", .def_now = gs_daemon_ledger_path, .env = "GPUSLICE_LEDGER_DB",
+    .help = "The SQLite usage ledger (not as root: $XDG_STATE_HOME/gpuslice/ledger.db)." },
+  { .name = "state-dir", .arg = "DIR", .kind = GS_OPT_STRING, .offset = OFF(state_dir), SETTING,
+    .def = "/run/gpuslice", .def_now = gs_ledger_state_dir, .env = "GPUSLICE_STATE_DIR",
+    .help = "The state directory: tenant ledgers in tenants/, the daemon's limits files in limits/." },
+  { .name = "interval", .arg = "SECONDS", .kind = GS_OPT_DOUBLE, .offset = OFF(interval), SETTING, .def = "1",
+    .min = 0.1, .max = 3600, .env = "GPUSLICE_INTERVAL", .want = "a number of seconds from 0.1 to 3600",
+    .help = "Seconds between samples (0.1 to 3600); each sample is one interval in the usage ledger." },
+  { .name = "admin-group", .arg = "GROUP", .kind = GS_OPT_STRING, .offset = OFF(admin_group), SETTING,
+    .def = "gpuslice", .help = "Members of this group see and change every tenant, as root does." },
+  { .name = "log-level", .arg = "LEVEL", .kind = GS_OPT_STRING, .offset = OFF(log_level), SETTING, .def = "info",
+    .env = "GPUSLICE_LOG", .valid = valid_log_level, .want = "error, warn, info or debug",
+    .help = "error, warn, info or debug." },
+  { .name = "config", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(config_file), .flags = GS_OPT_OWNED,
+    .help = "Read settings from FILE (default " DEFAULT_CONFIG ", when it exists)" },
+  { .name = "foreground", .kind = GS_OPT_FLAG, .offset = OFF(foreground),
+    .help = "Stay in the foreground (systemd); else detach once serving, and log to syslog" },
+  { .name = "print-config", .kind = GS_OPT_FLAG, .offset = OFF(print_config), .flags = GS_OPT_STOP,
+    .help = "Print the commented sample config and exit" },
+  GS_OPT_HELP_ENTRY,
 };
-#define NSETTINGS ((int) (sizeof(settings) / sizeof(settings[0])))
+#undef SETTING
+#undef OFF
 
-static int set_value(struct daemon_config *c, const struct setting *s, const char *v, const char *from)
-{
-  char *end = NULL;
-  void *field = (char *) c + s->offset;
-  if (s->type == CFG_STRING) {
-    free(*(char **) field);
-    *(char **) field = xstrdup(v);
-    return 0;
-  }
-  if (s->type == CFG_MODE) {
-    unsigned long m = strtoul(v, &end, 8);
-    if (!*v || *end || m > 0777)
-      return usage_error("%s: %s: '%s' is not an octal mode", from, s->name, v);
-    *(unsigned *) field = (unsigned) m;
-    return 0;
-  }
-  double x = strtod(v, &end);
-  if (!*v || *end || !(x >= 0.1 && x <= 3600))
-    return usage_error("%s: %s: '%s' is not a number of seconds in 0.1..3600", from, s->name, v);
-  *(double *) field = x;
-  return 0;
-}
-
-static const struct setting *find_setting(const char *name)
-{
-  for (int i = 0; i < NSETTINGS; i++)
-    if (strcmp(settings[i].name, name) == 0)
-      return &settings[i];
-  return NULL;
-}
-
-/* One `name value` line; 0, or the exit status of a usage error. */
-static int file_line(struct daemon_config *c, char *line, const char *path, int lineno)
-{
-  char from[4200];
-  line[strcspn(line, "#\n")] = '\0';
-  char *name = line + strspn(line, " \t");
-  if (!*name)
-    return 0;
-  char *v = name + strcspn(name, " \t=");
-  if (*v)
-    *v++ = '\0';
-  v += strspn(v, " \t=");
-  for (char *e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t');)
-    *--e = '\0';
-  snprintf(from, sizeof(from), "%s:%d", path, lineno);
-  const struct setting *s = find_setting(name);
-  if (!s)
-    return usage_error("%s: unknown setting '%s'", from, name);
-  return set_value(c, s, v, from);
-}
-
-static int load_file(struct daemon_config *c, const char *path, bool must)
-{
-  _cleanup_fclose_ FILE *f = fopen(path, "re");
-  char line[4096];
-  int r, lineno = 0;
-  if (!f) {
-    if (!must && errno == ENOENT)
-      return 0;
-    fprintf(stderr, "gpuslice: daemon: config '%s': %s\n", path, strerror(errno));
-    return 1;
-  }
-  while (fgets(line, sizeof(line), f))
-    if ((r = file_line(c, line, path, ++lineno)) != 0)
-      return r;
-  return 0;
-}
-
-static int load_env(struct daemon_config *c)
-{
-  int r;
-  for (int i = 0; i < NSETTINGS; i++) {
-    const char *v = settings[i].env ? gs_getenv_nonempty(settings[i].env) : NULL;
-    if (v && (r = set_value(c, &settings[i], v, settings[i].env)) != 0)
-      return r;
-  }
-  return 0;
-}
-
-static void usage(void)
-{
-  printf("Usage: gpuslice daemon [OPTIONS]\n"
-         "\n"
-         "Runs the node daemon: it registers tenants, holds their limits, samples the GPUs,\n"
-         "serves the API on a Unix socket and metrics on TCP, and keeps the usage ledger.\n"
-         "\n"
-         "Options (each also a setting of the config file, without the dashes):\n");
-  for (int i = 0; i < NSETTINGS; i++) {
-    char flag[64];
-    snprintf(flag, sizeof(flag), "--%s", settings[i].name);
-    for (char *p = flag; *p; p++)
-      *p = *p == '_' ? '-' : *p;
-    printf("  %-22s %s\n", flag, settings[i].help);
-    printf("  %-22s Default: %s%s%s\n", "", settings[i].def(), settings[i].env ? "; environment: " : "",
-           settings[i].env ? settings[i].env : "");
-  }
-  printf("  %-22s Read settings from FILE (default %s, when it exists)\n", "--config FILE", DEFAULT_CONFIG);
-  printf("  %-22s Stay in the foreground (systemd); else detach once serving\n", "--foreground");
-  printf("  %-22s Print the commented sample config and exit\n", "--print-config");
-  printf("  %-22s Show this help and exit\n", "-h, --help");
-  printf("\nExit status: 0 after SIGTERM or SIGINT, 1 on failure (such as no NVIDIA driver), 2 usage error.\n"
-         "With GPUSLICE_SIM set the daemon runs on the simulated GPU.\n");
-}
+const struct gs_opt_table daemon_opt_table = {
+  .verb = "daemon",
+  .synopsis = "daemon [OPTIONS]",
+  .summary = "Run the node daemon: tenants, live limits, metrics and the usage ledger",
+  .intro = "Runs the node daemon: it registers tenants, holds their limits, samples the GPUs,\n"
+           "serves the API on a Unix socket and metrics on TCP, and keeps the usage ledger.\n"
+           "\n"
+           "Each option but the last four is also a setting of the config file, named without\n"
+           "the dashes and with '_' for '-' (socket_mode). Precedence, last wins: default,\n"
+           "config file, environment, option.\n",
+  .outro = "Exit status: 0 after SIGTERM or SIGINT, 1 on failure (such as no NVIDIA driver), 2 usage error.\n"
+           "With GPUSLICE_SIM set the daemon runs on the simulated GPU.\n",
+  .opts = daemon_entries,
+  .nopts = GS_OPT_COUNT(daemon_entries),
+};
 
 void daemon_config_print_sample(FILE *f)
 {
@@ -185,111 +95,64 @@ void daemon_config_print_sample(FILE *f)
              "# Precedence: built-in default < this file < environment < command-line flag.\n"
              "# Generated by `gpuslice daemon --print-config`.\n",
           DEFAULT_CONFIG);
-  for (int i = 0; i < NSETTINGS; i++) {
-    fprintf(f, "\n# %s\n", settings[i].help);
-    if (settings[i].env)
-      fprintf(f, "# Environment: %s\n", settings[i].env);
-    fprintf(f, "#%s %s\n", settings[i].name, settings[i].root_def);
-  }
+  gs_opt_sample(&daemon_opt_table, f);
 }
 
-static int load_defaults(struct daemon_config *c)
+/* First pass over argv, before any other source: --help, --print-config, bad options and
+ * operands, and --config, which says where the file is. Returns -1 to go on, or the exit
+ * status. */
+static int first_pass(struct daemon_config *c, int argc, char **argv)
 {
-  int r;
-  for (int i = 0; i < NSETTINGS; i++)
-    if ((r = set_value(c, &settings[i], settings[i].def(), "default")) != 0)
-      return r;
-  return 0;
+  struct daemon_config seen = { 0 };
+  gs_error_t err = NULL;
+  int next, r = gs_opt_parse(&daemon_opt_table, &seen, argc, argv, &next, &err);
+  if (r == GS_OPT_HELP_ASKED) {
+    gs_opt_help(&daemon_opt_table, stdout);
+    r = 0;
+  } else if (r < 0) {
+    r = fail(&err, DAEMON_USAGE);
+  } else if (seen.print_config) {
+    daemon_config_print_sample(stdout);
+    r = 0;
+  } else if (next < argc) {
+    fprintf(stderr, "gpuslice: daemon: '%s': unexpected argument (see gpuslice daemon --help)\n", argv[next]);
+    r = DAEMON_USAGE;
+  } else {
+    c->config_file = seen.config_file;
+    seen.config_file = NULL;
+    r = -1;
+  }
+  gs_opt_release(&daemon_opt_table, &seen);
+  return r;
 }
 
-enum { OPT_CONFIG = 1000, OPT_FOREGROUND, OPT_PRINT, OPT_HELP };
-
-/* getopt's table: one option per setting (val = its index), then the daemon's own. */
-static struct option *make_options(char names[][32])
+/* Defaults, the config file, the environment, then the flags again, each over the last. A
+ * file that cannot be read is a failure (1); a bad line or value, a usage error (2). */
+static int load_sources(struct daemon_config *c, int argc, char **argv)
 {
-  static const struct option extra[] = {
-    { "config", required_argument, NULL, OPT_CONFIG },
-    { "foreground", no_argument, NULL, OPT_FOREGROUND },
-    { "print-config", no_argument, NULL, OPT_PRINT },
-    { "help", no_argument, NULL, OPT_HELP },
-    { NULL, 0, NULL, 0 },
-  };
-  struct option *o = xcalloc(NSETTINGS + sizeof(extra) / sizeof(extra[0]), sizeof(*o));
-  for (int i = 0; i < NSETTINGS; i++) {
-    snprintf(names[i], 32, "%s", settings[i].name);
-    for (char *p = names[i]; *p; p++)
-      *p = *p == '_' ? '-' : *p;
-    o[i] = (struct option) { names[i], required_argument, NULL, i };
-  }
-  memcpy(o + NSETTINGS, extra, sizeof(extra));
-  return o;
-}
-
-/* First pass: --config, --help, --print-config; -1 to go on. */
-static int early_flags(struct daemon_config *c, int argc, char **argv, const struct option *opts)
-{
-  int ch;
-  opterr = 0;
-  optind = 0;
-  while ((ch = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-    if (ch == 'h' || ch == OPT_HELP) {
-      usage();
-      return 0;
-    }
-    if (ch == OPT_PRINT) {
-      daemon_config_print_sample(stdout);
-      return 0;
-    }
-    if (ch == '?' || ch == ':')
-      return usage_error("%s '%s' (see gpuslice daemon --help)",
-                         ch == ':' ? "missing value for" : "unknown option", argv[optind - 1]);
-    if (ch == OPT_CONFIG) {
-      free(c->config_file);
-      c->config_file = xstrdup(optarg);
-    }
-  }
-  if (optind < argc)
-    return usage_error("unexpected argument '%s'", argv[optind]);
+  const struct gs_opt_table *t = &daemon_opt_table;
+  const char *path = c->config_file ? c->config_file : DEFAULT_CONFIG;
+  gs_error_t err = NULL;
+  int next;
+  if (gs_opt_defaults(t, c, &err) < 0)
+    return fail(&err, DAEMON_FAILURE);
+  if (gs_opt_load_file(t, c, path, c->config_file != NULL, &err) < 0)
+    return fail(&err, err->status ? DAEMON_FAILURE : DAEMON_USAGE);
+  if (gs_opt_load_env(t, c, &err) < 0 || gs_opt_parse(t, c, argc, argv, &next, &err) < 0)
+    return fail(&err, DAEMON_USAGE);
   return -1;
-}
-
-static int late_flags(struct daemon_config *c, int argc, char **argv, const struct option *opts)
-{
-  int ch, r;
-  optind = 0;
-  while ((ch = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-    if (ch == OPT_FOREGROUND)
-      c->foreground = true;
-    else if (ch >= 0 && ch < NSETTINGS && (r = set_value(c, &settings[ch], optarg, "option")) != 0)
-      return r;
-  }
-  return 0;
 }
 
 int daemon_config_load(struct daemon_config *c, int argc, char **argv)
 {
-  char names[NSETTINGS][32];
-  _cleanup_free_ struct option *opts = make_options(names);
   int r;
   memset(c, 0, sizeof(*c));
-  if ((r = early_flags(c, argc, argv, opts)) >= 0)
+  if ((r = first_pass(c, argc, argv)) >= 0)
     return r;
-  if ((r = load_defaults(c)) != 0 ||
-      (r = load_file(c, c->config_file ? c->config_file : DEFAULT_CONFIG, c->config_file != NULL)) != 0 ||
-      (r = load_env(c)) != 0 || (r = late_flags(c, argc, argv, opts)) != 0)
-    return r;
-  if (gs_log_level_parse(c->log_level) < 0)
-    return usage_error("log_level: '%s' is not error, warn, info or debug", c->log_level);
-  return -1;
+  return load_sources(c, argc, argv);
 }
 
 void daemon_config_release(struct daemon_config *c)
 {
-  for (int i = 0; i < NSETTINGS; i++)
-    if (settings[i].type == CFG_STRING) {
-      free(*(char **) ((char *) c + settings[i].offset));
-      *(char **) ((char *) c + settings[i].offset) = NULL;
-    }
-  free(c->config_file);
-  c->config_file = NULL;
+  gs_opt_release(&daemon_opt_table, c);
 }

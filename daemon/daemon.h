@@ -45,6 +45,7 @@ struct daemon_config {
   char *admin_group;
   char *log_level;
   bool foreground;
+  bool print_config;     /* --print-config: print the sample config and exit */
 };
 
 /* Fills c from defaults, the config file, the environment and argv, in that order of
@@ -54,6 +55,9 @@ int daemon_config_load(struct daemon_config *c, int argc, char **argv);
 void daemon_config_release(struct daemon_config *c);
 /* Writes the commented sample configuration (packaging/gpuslice.conf.sample). */
 void daemon_config_print_sample(FILE *f);
+/* The settings and the daemon's own options, for `gpuslice __docs` (cli/docs.c). */
+struct gs_opt_table;
+extern const struct gs_opt_table daemon_opt_table;
 
 /* ---- GPUs (gpu-nvml.c) ---- */
 

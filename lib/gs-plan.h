@@ -113,6 +113,13 @@ enum gs_plan_mechanism {
   GS_PLAN_FRACTION,
 };
 
+/* The default memory headroom over p95, in percent: the one source of `gpuslice plan
+ * --headroom`'s default, its --help and docs/cli.md (GS_PLAN_HEADROOM_TEXT). */
+#define GS_PLAN_HEADROOM_PCT 12
+#define GS__PLAN_STR(x) #x
+#define GS__PLAN_XSTR(x) GS__PLAN_STR(x)
+#define GS_PLAN_HEADROOM_TEXT GS__PLAN_XSTR(GS_PLAN_HEADROOM_PCT) "%"
+
 /* Every threshold of the rules, so that docs, flags and tests name the same numbers. */
 struct gs_plan_rules {
   double headroom;          /* memory headroom over p95, 0.12 = 12% */

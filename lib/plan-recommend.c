@@ -24,7 +24,7 @@
 void gs_plan_rules_default(struct gs_plan_rules *r)
 {
   *r = (struct gs_plan_rules) {
-    .headroom = 0.12,
+    .headroom = GS_PLAN_HEADROOM_PCT / 100.0,
     .dedicated_p50 = 70,
     .training_mem_frac = 0.5,
     .training_p50 = 50,

@@ -25,6 +25,20 @@ def test_version_prints_one_line():
     assert r.stdout.startswith("gpuslice ") and len(r.stdout.splitlines()) == 1
 
 
+@pytest.mark.parametrize("args", [["--version", "--bogus"], ["-V", "frobnicate"], ["--help", "--bogus"]])
+def test_version_and_help_act_when_met_and_ignore_what_follows(args):
+    # As getopt always had it: what follows --version or --help is not read.
+    r = run([GPUSLICE, *args])
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert r.stdout.startswith("gpuslice " if args[0] != "--help" else "Usage: gpuslice")
+
+
+def test_a_bad_option_before_version_is_still_a_usage_error():
+    r = run([GPUSLICE, "--bogus", "--version"])
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("gpuslice: --bogus: unknown option") and r.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize("args,token", [
     (["frobnicate"], "frobnicate"),
     (["--frobnicate"], "--frobnicate"),
