@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpuslice.h"
-#include "gs-metrics.h"
+#include <gpuslice.h>
+#include <gpuslice/metrics.h>
 
 struct opts {
   int gpus, tenants, per_tenant, labels, iters;

@@ -5,8 +5,8 @@
 #ifndef GS_CLI_H
 #define GS_CLI_H
 
-#include "gpuslice.h"
-#include "gs-opt.h"
+#include <gpuslice.h>
+#include <gpuslice/opt.h>
 
 enum { CLI_OK = 0, CLI_FAILURE = 1, CLI_USAGE = 2 };
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-daemon-paths.h"
+#include <gpuslice/daemon-paths.h>
 
 #define CLIENT_DEFAULT_TIMEOUT_MS 10000L
 #define CLIENT_CONNECT_TIMEOUT_MS 2000L

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "gpuslice.h"
+#include <gpuslice.h>
 
 /* What daemon_client_request returns besides 0. Every one fills *err. */
 enum {
@@ -22,7 +22,7 @@ enum {
 struct daemon_client;
 
 /* The socket the CLI talks to: opt (a --socket value) when not NULL, else GPUSLICE_SOCKET,
- * else the default (lib/gs-daemon-paths.h). Static or opt itself; do not free. */
+ * else the default (include/gpuslice/daemon-paths.h). Static or opt itself; do not free. */
 const char *daemon_client_socket(const char *opt);
 
 /* Makes a client for the daemon at socket_path (NULL: daemon_client_socket(NULL)).

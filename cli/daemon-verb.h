@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "daemon-client.h"
-#include "gs-opt.h"
+#include <gpuslice/opt.h>
 #include "table.h"
 
 /* Sends the request to the daemon at socket (NULL: the default). On success returns 0 with

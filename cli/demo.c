@@ -75,7 +75,7 @@ static struct tenant tenants[] = {
 #define NTENANTS (sizeof(tenants) / sizeof(tenants[0]))
 
 /* Chooses the GPU: the user's GPUSLICE_SIM, else a real driver, else a simulated H100
- * (lib/gs-driver.h decides). The tenants' ledgers, and the simulator's state when the demo
+ * (include/gpuslice/driver.h decides). The tenants' ledgers, and the simulator's state when the demo
  * picks the simulator, go in a fresh directory (*state_dir, removed at the end), so demos
  * never meet other tenants. */
 static int choose_device(const struct gs_paths *paths, char **state_dir, gs_error_t *err)

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "gs-version.h"
+#include <gpuslice/version.h>
 
 #define BEGIN_MARK "<!-- BEGIN generated: "
 #define END_MARK "<!-- END generated -->"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-version.h"
+#include <gpuslice/version.h>
 
 struct verb {
   const char *name;

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-mig.h"
-#include "gs-price.h"
+#include <gpuslice/mig.h>
+#include <gpuslice/price.h>
 #include "json-print.h"
 #include "table.h"
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "gs-place.h"
-#include "gs-trace-openb.h"
+#include <gpuslice/place.h>
+#include <gpuslice/trace-openb.h>
 
 struct pack_opts {
   const char *nodes, *pods;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-plan-io.h"
+#include <gpuslice/plan-io.h>
 
 #define DEFAULT_MODEL "h100-80gb"
 

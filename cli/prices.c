@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-price.h"
+#include <gpuslice/price.h>
 #include "json-print.h"
 #include "table.h"
 

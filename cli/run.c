@@ -115,7 +115,7 @@ static void relax_asan_link_order(void)
 }
 
 /* Sets the environment COMMAND inherits: the interposer, and the simulated driver when
- * GPUSLICE_SIM asks for it (lib/gs-driver.h decides). A bad device list is rejected here,
+ * GPUSLICE_SIM asks for it (include/gpuslice/driver.h decides). A bad device list is rejected here,
  * before anything starts, so that the user sees one clear line instead of every process of
  * the workload failing on its own: GS_DRIVER_BAD_SPEC. Returns 0, or < 0 with err. */
 static int setup_environment(gs_error_t *err)

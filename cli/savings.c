@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-cost.h"
-#include "gs-price.h"
+#include <gpuslice/cost.h>
+#include <gpuslice/price.h>
 #include "json-print.h"
 #include "table.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuslice.h"
+#include <gpuslice.h>
 
 struct table {
   int ncols, nrows, cap;

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 
 #include "daemon-verb.h"
-#include "gs-cost.h"
-#include "gs-price.h"
+#include <gpuslice/cost.h>
+#include <gpuslice/price.h>
 
 /* The model of the node's first GPU, as the daemon reports it. */
 static int node_model(const char *socket, char *out, size_t len)

@@ -109,7 +109,7 @@ endfunction()
 
 # Rule: a product target never links the simulator, directly or through other targets,
 # whether they link it PRIVATE or not: a product that loads a library that loads the test
-# double still runs on it. The product finds the simulator at run time (lib/gs-driver.h) or
+# double still runs on it. The product finds the simulator at run time (include/gpuslice/driver.h) or
 # not at all. Each simulator target is reported once, by the first chain that reaches it.
 function(gs__layering_rule_product_links_sim target out_var)
   gs__link_chains("${target}" chains)

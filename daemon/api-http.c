@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gs-fs.h"
+#include <gpuslice/fs.h>
 
 struct conn_state {
   char *buf;

@@ -4,7 +4,7 @@
 
 #include <unistd.h>
 
-#include "gs-version.h"
+#include <gpuslice/version.h>
 
 json_t *api_health_json(const struct daemon *d)
 {

@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gs-daemon-paths.h"
-#include "gs-opt.h"
+#include <gpuslice/daemon-paths.h>
+#include <gpuslice/opt.h>
 
 #define DEFAULT_CONFIG "/etc/gpuslice/gpuslice.conf"
 

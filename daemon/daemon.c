@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gs-fs.h"
+#include <gpuslice/fs.h>
 
 static double now_clock(clockid_t id)
 {

@@ -26,9 +26,9 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "gpuslice.h"
-#include "gs-limits.h"
-#include "gs-snapshot.h"
+#include <gpuslice.h>
+#include <gpuslice/limits.h>
+#include <gpuslice/snapshot.h>
 
 #define DAEMON_BODY_MAX (64 * 1024)
 

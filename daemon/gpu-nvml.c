@@ -1,7 +1,7 @@
 /* GPU discovery and readings through NVML, loaded at run time with dlopen: the daemon has
  * no link-time dependency on the driver, and says in one line when there is none. With
  * GPUSLICE_SIM set it loads the simulated libnvidia-ml.so.1 instead, the library `gpuslice
- * run` puts on its commands' LD_LIBRARY_PATH; lib/gs-driver.h decides both (the loader's path
+ * run` puts on its commands' LD_LIBRARY_PATH; include/gpuslice/driver.h decides both (the loader's path
  * is fixed at start, so the daemon names the file rather than changing the variable).
  *
  * Functions are resolved once into a table (abi/gs-nvml.h declares them). The process list
@@ -73,7 +73,7 @@ static const struct sym {
 _Static_assert(sizeof(syms) / sizeof(syms[0]) == sizeof(struct nvml_fns) / sizeof(void (*)(void)),
                "one symbol per table entry");
 
-/* The library to load, as lib/gs-driver.h decides: the simulated one when GPUSLICE_SIM is
+/* The library to load, as include/gpuslice/driver.h decides: the simulated one when GPUSLICE_SIM is
  * set (after checking its device list, so that a bad one is said in one line), else the
  * system's. */
 static char *library_path(gs_error_t *err)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "gs-metrics.h"
+#include <gpuslice/metrics.h>
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, char *text)
 {

@@ -1,5 +1,5 @@
 /* The tenant registry: the tenants the daemon knows, each with the limits file that makes
- * the daemon the authority for its limits (lib/gs-limits.h).
+ * the daemon the authority for its limits (include/gpuslice/limits.h).
  *
  * A tenant comes in three ways: `gpuslice run` registers it (POST /v1/tenants); a restarted
  * daemon finds the limits files it left and adopts their tenants, limits unchanged; or the

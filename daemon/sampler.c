@@ -1,5 +1,5 @@
 /* One sample, every interval: read every GPU through NVML and every tenant's ledger, adopt
- * tenants nobody registered, rebuild the node snapshot (lib/gs-snapshot.h) that the API and
+ * tenants nobody registered, rebuild the node snapshot (include/gpuslice/snapshot.h) that the API and
  * /metrics serve, write the interval to the usage ledger in one transaction, and end the
  * tenants whose owner has gone. */
 #include "daemon.h"

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gs-limits.h"
+#include <gpuslice/limits.h>
 
 static const char *const policies[] = { "share", "cap" };             /* enum gs_compute_policy order */
 static const char *const priorities[] = { "normal", "low", "high" };   /* enum gs_priority order */

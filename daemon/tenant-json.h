@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpuslice.h"
+#include <gpuslice.h>
 
 /* A tenant's limits as the API carries them: vram_bytes, vram_pct, compute_pct,
  * compute_policy and priority. */

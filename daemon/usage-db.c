@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gs-fs.h"
+#include <gpuslice/fs.h>
 
 struct usage_db {
   sqlite3 *db;

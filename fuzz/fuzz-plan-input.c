@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-plan-io.h"
+#include <gpuslice/plan-io.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-quantity.h"
+#include <gpuslice/quantity.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-mig.h"
-#include "gs-price.h"
+#include <gpuslice/mig.h>
+#include <gpuslice/price.h>
 
 static void check_one_line(gs_error_t *err)
 {

@@ -1,11 +1,11 @@
 /* The compute board's file: creating or mapping <dir>/gpus/<uuid> (through the mapper in
  * shm.c), and claiming a tenant's row in it. The scheduling rules that read the rows are in compute-sched.c. */
-#include "gs-compute.h"
+#include <gpuslice/compute.h>
 
 #include <stdio.h>
 #include <string.h>
 
-#include "gs-fs.h"
+#include <gpuslice/fs.h>
 #include "shm.h"
 
 static bool uuid_valid(const char *uuid)

@@ -1,7 +1,7 @@
 /* The compute board's scheduling rules: who has the next turn, what a turn of device time
  * costs each row, the cap policy's credit, and taking and giving back the turn. See
  * gs-compute.h for the model. */
-#include "gs-compute.h"
+#include <gpuslice/compute.h>
 
 #include <errno.h>
 #include <signal.h>

@@ -1,7 +1,7 @@
 /* The cost model (see gs-cost.h): stacked savings, monthly and per-request cost, the
  * rounding rule for shown figures, percentiles and the commitment baseline, and cost
  * attribution. Prices come from price-table.c; nothing here reads files. */
-#include "gs-cost.h"
+#include <gpuslice/cost.h>
 
 #include <errno.h>
 #include <math.h>

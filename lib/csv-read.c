@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gs-csv.h"
+#include <gpuslice/csv.h>
 
 void gs__csv_init(struct gs__csv *c, const char *text, size_t len, const char *name)
 {

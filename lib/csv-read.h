@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 #define GS__CSV_MAX_FIELDS 32
 #define GS__CSV_MAX_LINE 4096

@@ -1,6 +1,6 @@
 /* The CSV splitter and stream line reader (gs-csv.h). The table reader over them, for
  * the MIG and price tables held in memory, is csv-read.c. */
-#include "gs-csv.h"
+#include <gpuslice/csv.h>
 
 #include <errno.h>
 #include <string.h>

@@ -1,12 +1,12 @@
 /* The daemon's default paths; see gs-daemon-paths.h for the rules. */
-#include "gs-daemon-paths.h"
+#include <gpuslice/daemon-paths.h>
 
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gs-env.h"
-#include "gs-ledger.h"
+#include <gpuslice/env.h>
+#include <gpuslice/tenant-ledger.h>
 
 #define SYSTEM_SOCKET "/run/gpuslice/gpuslice.sock"
 

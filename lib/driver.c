@@ -2,8 +2,8 @@
  *
  * This is the only code outside sim/ that knows the simulator exists, and it knows it only
  * as two files in <libdir>/sim and one exported function, all found at run time. */
-#include "gs-driver.h"
-#include "gs-env.h"
+#include <gpuslice/driver.h>
+#include <gpuslice/env.h>
 
 #include <dlfcn.h>
 #include <errno.h>

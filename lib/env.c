@@ -1,5 +1,5 @@
 /* Environment access through secure_getenv; see gs-env.h. */
-#include "gs-env.h"
+#include <gpuslice/env.h>
 
 #include <stdlib.h>
 

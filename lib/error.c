@@ -1,6 +1,6 @@
 /* gs_error_t: creation, context prepending and release. Nothing here prints: an edge
  * reads err->msg and decides what to do with it. */
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 #include <errno.h>
 #include <stdarg.h>

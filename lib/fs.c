@@ -1,5 +1,5 @@
 /* File-system helpers; see gs-fs.h. */
-#include "gs-fs.h"
+#include <gpuslice/fs.h>
 
 #include <errno.h>
 #include <stdio.h>

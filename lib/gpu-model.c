@@ -1,7 +1,7 @@
 /* gs_gpu_model_canon: one spelling for each GPU model, whatever wrote the name (the
  * simulator, the MIG and price tables, NVML). Declared in gs-price.h. Only names; what a
  * model can do lives in the MIG table and the simulator's catalogue. */
-#include "gs-price.h"
+#include <gpuslice/price.h>
 
 #include <ctype.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 #include "shm.h"
 
 /* The ledger file's magic, version and size, for gs__shm_open and gs__shm_check. */

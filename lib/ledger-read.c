@@ -1,6 +1,6 @@
 /* Reading and writing a tenant's ledger from outside the tenant, without mapping it: see
  * the second half of gs-ledger.h for why. The tenant's own processes map it (ledger.c). */
-#include "gs-ledger.h"
+#include <gpuslice/tenant-ledger.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gs-limits.h"
+#include <gpuslice/limits.h>
 #include "ledger-internal.h"
 
 /* All a reader reads: the header and the per-GPU part, everything before the process slots. */

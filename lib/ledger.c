@@ -1,7 +1,7 @@
 /* The tenant ledger in shared memory as the tenant's own processes use it: creating and
  * attaching (through the mapper in shm.c), process slots, and charging; see gs-ledger.h for
  * what it holds and why. Reading a ledger from outside the tenant is in ledger-read.c. */
-#include "gs-ledger.h"
+#include <gpuslice/tenant-ledger.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,10 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gs-env.h"
-#include "gs-fs.h"
-#include "gs-limits.h"
-#include "gs-proc.h"
+#include <gpuslice/env.h>
+#include <gpuslice/fs.h>
+#include <gpuslice/limits.h>
+#include <gpuslice/proc.h>
 #include "ledger-internal.h"
 
 const char *gs_ledger_state_dir(void)

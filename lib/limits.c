@@ -1,7 +1,7 @@
 /* The daemon's limits files: naming, writing a new one whole, mapping it (through the
  * mapper in shm.c), and the daemon's changes to it; see gs-limits.h for why they exist and
  * who writes them. */
-#include "gs-limits.h"
+#include <gpuslice/limits.h>
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* The log sink and level. Formatting uses a stack buffer, never the heap, so that the
  * interposer can log from any thread of any host program. */
-#include "gs-log.h"
-#include "gs-env.h"
+#include <gpuslice/log.h>
+#include <gpuslice/env.h>
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
  * writes into one growing buffer with its own integer and fixed-point formatting instead of
  * snprintf, and renders each row's label set once for all the series that share it.
  * libc only: it is part of the core library. */
-#include "gs-metrics.h"
+#include <gpuslice/metrics.h>
 
 #include <errno.h>
 #include <math.h>

@@ -2,7 +2,7 @@
  * decreasing), and where each starts on it (an exact search, since one GPU holds at most
  * seven instances and eight positions). Also the validity check for one GPU's layout.
  * Reading tables and choosing profiles is in mig-table.c. */
-#include "gs-mig.h"
+#include <gpuslice/mig.h>
 
 #include <errno.h>
 #include <stdint.h>

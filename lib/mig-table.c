@@ -1,6 +1,6 @@
 /* MIG profile tables (see gs-mig.h): reading the CSV, filling in unknown memory sizes,
  * and looking profiles up. Laying instances onto GPUs is in mig-plan.c. */
-#include "gs-mig.h"
+#include <gpuslice/mig.h>
 
 #include <errno.h>
 #include <math.h>
@@ -10,7 +10,7 @@
 #include <strings.h>
 
 #include "csv-read.h"
-#include "gs-price.h"
+#include <gpuslice/price.h>
 
 #define GIB 1073741824.0
 

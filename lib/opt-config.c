@@ -1,14 +1,14 @@
 /* Options set from outside argv: a config file of `key value` lines and the environment,
  * through the same table entries (and the same typed setters, opt.c) as the flags. Which
  * source wins is the caller's choice: it loads them in order, last wins. */
-#include "gs-opt.h"
+#include <gpuslice/opt.h>
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "gs-env.h"
-#include "gs-xalloc.h"
+#include <gpuslice/env.h>
+#include <gpuslice/xalloc.h>
 
 /* Splits "key = value  # comment" in place; *key is "" for a blank or comment line. */
 static void split_line(char *line, char **key, char **value)

@@ -3,7 +3,7 @@
  * the commented sample config file and the settings table of docs/configuration.md. All
  * show the same entries, help texts and defaults, so none can drift from what the parser
  * does. */
-#include "gs-opt.h"
+#include <gpuslice/opt.h>
 
 #include <stdarg.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* The declarative options of gs-opt.h: setting typed values from text, defaults, and the
  * getopt_long loop built from a table. Config files and the environment are in
  * opt-config.c, --help and the docs in opt-render.c. */
-#include "gs-opt.h"
+#include <gpuslice/opt.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-xalloc.h"
+#include <gpuslice/xalloc.h>
 
 /* getopt_long's value for table entry i, far from any short letter. */
 #define LONG_VAL(i) (1000 + (i))

@@ -1,6 +1,6 @@
 /* The install layout, derived from the running executable; see gs-paths.h. */
-#include "gs-paths.h"
-#include "gs-env.h"
+#include <gpuslice/paths.h>
+#include <gpuslice/env.h>
 
 #include <errno.h>
 #include <limits.h>

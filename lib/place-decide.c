@@ -9,7 +9,7 @@ static uint32_t default_gpus(const struct place_node *nd, const struct gs_place_
 {
   if (r->num_gpu == 0)
     return 0;
-  return place_pick_tightest(nd, r->num_gpu, r->gpu_milli);
+  return gs__place_pick_tightest(nd, r->num_gpu, r->gpu_milli);
 }
 
 static int first_fit(gs_place_cluster_t *c, const struct gs_place_request *r,
@@ -17,7 +17,7 @@ static int first_fit(gs_place_cluster_t *c, const struct gs_place_request *r,
 {
   for (size_t i = 0; i < c->n; i++) {
     const struct place_node *nd = &c->nodes[i];
-    if (!place_fits(nd, r))
+    if (!gs__place_fits(nd, r))
       continue;
     out->node = (int) i;
     out->score = 0;
@@ -33,13 +33,13 @@ static int score_node(gs_place_cluster_t *c, enum gs_place_policy p, int i,
   *gpu = -1;
   switch (p) {
   case GS_PLACE_BEST_FIT:
-    return place_score_best_fit(&c->nodes[i], r);
+    return gs__place_score_best_fit(&c->nodes[i], r);
   case GS_PLACE_GPU_PACKING:
-    return place_score_gpu_packing(&c->nodes[i], r);
+    return gs__place_score_gpu_packing(&c->nodes[i], r);
   case GS_PLACE_FGD:
-    return place_fgd_score(c, i, r, gpu);
+    return gs__place_fgd_score(c, i, r, gpu);
   case GS_PLACE_FGD_MEM:
-    return place_fgd_mem_score(c, i, r, gpu);
+    return gs__place_fgd_mem_score(c, i, r, gpu);
   case GS_PLACE_FIRST_FIT:
     break;
   }
@@ -53,12 +53,12 @@ int gs_place_decide(gs_place_cluster_t *c, enum gs_place_policy p,
     return first_fit(c, r, out);
   int best = -1, best_score = 0, best_gpu = -1;
   if (p == GS_PLACE_FGD)
-    place_fgd_prepare(c, r);
+    gs__place_fgd_prepare(c, r);
   if (p == GS_PLACE_FGD_MEM)
-    place_fgd_mem_prepare(c, r);
+    gs__place_fgd_mem_prepare(c, r);
   for (size_t k = 0; k < c->n; k++) {
     int i = c->tie_order[k], gpu;
-    if (!place_fits(&c->nodes[i], r))
+    if (!gs__place_fits(&c->nodes[i], r))
       continue;
     int s = score_node(c, p, i, r, &gpu);
     if (best < 0 || s > best_score) {

@@ -95,7 +95,7 @@ static int nodes_that_fit(const gs_place_sched_t *s, const struct gs_place_reque
 {
   int k = 0;
   for (size_t i = 0; i < s->c->n; i++)
-    k += place_fits(&s->c->nodes[i], r);
+    k += gs__place_fits(&s->c->nodes[i], r);
   return k;
 }
 
@@ -126,9 +126,9 @@ static int check(const struct gs_place_request *reqs, size_t n, gs_error_t *err)
 static void rollback(gs_place_sched_t *s, struct place_txn *t)
 {
   while (s->n_pods > t->pods_before)
-    place_pod_drop_last(s);
+    gs__place_pod_drop_last(s);
   while (t->n_victims > 0)
-    place_pod_unevict(s, t->victims[--t->n_victims]);
+    gs__place_pod_unevict(s, t->victims[--t->n_victims]);
 }
 
 /* Places reqs[i] in the transaction: idle capacity first, then preemption when in quota. */
@@ -137,9 +137,9 @@ static bool place_member(gs_place_sched_t *s, const struct gs_place_request *r, 
 {
   struct gs_place_choice ch;
   if (gs_place_decide(s->c, s->policy, r, &ch) != 1 &&
-      !(in_quota && place_preempt(s, r, queue, t, &ch)))
+      !(in_quota && gs__place_preempt(s, r, queue, t, &ch)))
     return false;
-  place_pod_add(s, r, queue, &ch, in_quota);
+  gs__place_pod_add(s, r, queue, &ch, in_quota);
   return true;
 }
 
@@ -218,7 +218,7 @@ int gs_place_sched_submit(gs_place_sched_t *s, const struct gs_place_request *re
   struct reason w = { out->reason, 0 };
   if (check(reqs, n, err) < 0)
     return -1;
-  int queue = place_queue_find(s, reqs[0].queue);
+  int queue = gs__place_queue_find(s, reqs[0].queue);
   if (queue < 0) {
     say(&w, "rejected: unknown queue '%s'", reqs[0].queue);
     return 0;
@@ -226,14 +226,14 @@ int gs_place_sched_submit(gs_place_sched_t *s, const struct gs_place_request *re
   const struct place_queue *q = &s->queues[queue];
   int64_t milli = 0;
   for (size_t i = 0; i < n; i++)
-    milli += place_pod_milli(&reqs[i]);
+    milli += gs__place_pod_milli(&reqs[i]);
   out->in_quota = q->in_use + milli <= q->quota;
   if (!out->in_quota && q->weight == 0) {
     say(&w, "rejected: queue %s has over-quota weight 0 and %lld+%lld > %lld milli", q->name,
         (long long) q->in_use, (long long) milli, (long long) q->quota);
     return 0;
   }
-  if (place_pods_reserve(s, n) < 0)
+  if (gs__place_pods_reserve(s, n) < 0)
     return gs_make_error(err, ENOMEM, "submission of %zu", n);
   struct place_txn t = { .pods_before = s->n_pods };
   for (size_t i = 0; i < n; i++)
@@ -243,7 +243,7 @@ int gs_place_sched_submit(gs_place_sched_t *s, const struct gs_place_request *re
       return 0;
     }
   fill_placed(s, &t, n, out);
-  place_pods_purge_evicted(s);
+  gs__place_pods_purge_evicted(s);
   say_placed(s, reqs, out, queue, &w);
   return 1;
 }

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "gs-place.h"
+#include <gpuslice/place.h>
 
 struct place_node {
   int64_t cpu_left, mem_left;
@@ -61,27 +61,27 @@ struct gs_place_cluster {
 };
 
 /* place-model.c */
-bool place_fits(const struct place_node *nd, const struct gs_place_request *r);
-bool place_is_sharing(const struct gs_place_request *r);
-uint32_t place_pick_tightest(const struct place_node *nd, int num_gpu, int gpu_milli);
-void place_node_refresh(struct place_node *nd);
+bool gs__place_fits(const struct place_node *nd, const struct gs_place_request *r);
+bool gs__place_is_sharing(const struct gs_place_request *r);
+uint32_t gs__place_pick_tightest(const struct place_node *nd, int num_gpu, int gpu_milli);
+void gs__place_node_refresh(struct place_node *nd);
 
 /* place-policy-fit.c */
-int place_score_best_fit(const struct place_node *nd, const struct gs_place_request *r);
-int place_score_gpu_packing(const struct place_node *nd, const struct gs_place_request *r);
+int gs__place_score_best_fit(const struct place_node *nd, const struct gs_place_request *r);
+int gs__place_score_gpu_packing(const struct place_node *nd, const struct gs_place_request *r);
 
 /* place-policy-fgd.c */
-double place_fgd_frag(const gs_place_cluster_t *c, int model, int64_t cpu_left,
+double gs__place_fgd_frag(const gs_place_cluster_t *c, int model, int64_t cpu_left,
                       const int16_t *left, int gpus);
-int place_fgd_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
+int gs__place_fgd_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
                     int *gpu);
-int place_fgd_sigmoid_score(double frag_before, double frag_after);
-void place_fgd_prepare(gs_place_cluster_t *c, const struct gs_place_request *r);
+int gs__place_fgd_sigmoid_score(double frag_before, double frag_after);
+void gs__place_fgd_prepare(gs_place_cluster_t *c, const struct gs_place_request *r);
 
 /* place-policy-fgd-mem.c */
-void place_fgd_mem_prepare(gs_place_cluster_t *c, const struct gs_place_request *r);
-int place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
+void gs__place_fgd_mem_prepare(gs_place_cluster_t *c, const struct gs_place_request *r);
+int gs__place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
                         int *gpu);
-void place_fgd_mem_free(struct place_fgd_mem *m);
+void gs__place_fgd_mem_free(struct place_fgd_mem *m);
 
 #endif

@@ -68,7 +68,7 @@ static int node_init(gs_place_cluster_t *c, struct place_node *nd,
   for (int g = 0; g < nd->gpus; g++)
     nd->left[g] = GS_PLACE_MILLI;
   nd->version = 1;
-  place_node_refresh(nd);
+  gs__place_node_refresh(nd);
   c->gpu_capacity += (int64_t) nd->gpus * GS_PLACE_MILLI;
   return 0;
 }
@@ -110,7 +110,7 @@ void gs_place_cluster_free(gs_place_cluster_t *c)
   for (size_t i = 0; i < c->n_shapes; i++)
     free(c->shapes[i].entries);
   free(c->shapes);
-  place_fgd_mem_free(c->fgd_mem);
+  gs__place_fgd_mem_free(c->fgd_mem);
   free(c->typical);
   free(c->tie_order);
   free(c->nodes);
@@ -141,7 +141,7 @@ uint32_t gs_place_model_mask(const gs_place_cluster_t *c, const char *spec)
 
 /* A sharing request takes part of one GPU; every other GPU request takes whole GPUs'
  * worth of gpu_milli on num_gpu distinct GPUs. */
-bool place_is_sharing(const struct gs_place_request *r)
+bool gs__place_is_sharing(const struct gs_place_request *r)
 {
   return r->num_gpu == 1 && r->gpu_milli < GS_PLACE_MILLI;
 }
@@ -157,7 +157,7 @@ static int gpus_with_at_least(const struct place_node *nd, int milli)
 }
 
 /* Kubernetes' NodeResourcesFit (CPU and memory) plus the GPU share filter. */
-bool place_fits(const struct place_node *nd, const struct gs_place_request *r)
+bool gs__place_fits(const struct place_node *nd, const struct gs_place_request *r)
 {
   if (nd->cpu_left < r->cpu_milli || nd->mem_left < r->mem_mib)
     return false;
@@ -165,7 +165,7 @@ bool place_fits(const struct place_node *nd, const struct gs_place_request *r)
     return true;
   if (nd->model < 0 || !(r->model_mask & (UINT32_C(1) << nd->model)))
     return false;
-  if (place_is_sharing(r))
+  if (gs__place_is_sharing(r))
     return nd->max_left >= r->gpu_milli;
   return gpus_with_at_least(nd, r->gpu_milli) >= r->num_gpu;
 }
@@ -173,7 +173,7 @@ bool place_fits(const struct place_node *nd, const struct gs_place_request *r)
 /* The num_gpu GPUs with the smallest leftover that still hold gpu_milli, lowest index
  * first among equals: what the reference simulator's NodeResource.Sub takes. Returns 0
  * when there are not enough. */
-uint32_t place_pick_tightest(const struct place_node *nd, int num_gpu, int gpu_milli)
+uint32_t gs__place_pick_tightest(const struct place_node *nd, int num_gpu, int gpu_milli)
 {
   uint32_t mask = 0;
   for (int k = 0; k < num_gpu; k++) {
@@ -190,7 +190,7 @@ uint32_t place_pick_tightest(const struct place_node *nd, int num_gpu, int gpu_m
 }
 
 /* Recomputes the GPU summaries after a change to left[]. */
-void place_node_refresh(struct place_node *nd)
+void gs__place_node_refresh(struct place_node *nd)
 {
   nd->gpu_left_sum = nd->free_gpus = nd->max_left = 0;
   for (int g = 0; g < nd->gpus; g++) {
@@ -212,9 +212,9 @@ void gs_place_commit(gs_place_cluster_t *c, const struct gs_place_request *r,
       nd->left[g] = (int16_t) (nd->left[g] - r->gpu_milli);
       c->gpu_allocated += r->gpu_milli;
     }
-  place_node_refresh(nd);
+  gs__place_node_refresh(nd);
   nd->version++;
-  nd->frag = place_fgd_frag(c, nd->model, nd->cpu_left, nd->left, nd->gpus);
+  nd->frag = gs__place_fgd_frag(c, nd->model, nd->cpu_left, nd->left, nd->gpus);
 }
 
 /* The exact inverse of gs_place_commit: the node's summaries, its version (so cached scores
@@ -231,9 +231,9 @@ void gs_place_release(gs_place_cluster_t *c, const struct gs_place_request *r,
       nd->left[g] = (int16_t) (nd->left[g] + r->gpu_milli);
       c->gpu_allocated -= r->gpu_milli;
     }
-  place_node_refresh(nd);
+  gs__place_node_refresh(nd);
   nd->version++;
-  nd->frag = place_fgd_frag(c, nd->model, nd->cpu_left, nd->left, nd->gpus);
+  nd->frag = gs__place_fgd_frag(c, nd->model, nd->cpu_left, nd->left, nd->gpus);
 }
 
 void gs_place_stats(const gs_place_cluster_t *c, struct gs_place_stats *out)

@@ -55,7 +55,7 @@ static bool typical_may_fit(const struct place_typical *m, int model, int64_t cp
          cpu_left >= m->cpu_milli && mem_left >= m->mem_mib;
 }
 
-/* F_n(M) as place_fgd_frag defines it, with memory in the fit test. */
+/* F_n(M) as gs__place_fgd_frag defines it, with memory in the fit test. */
 static double frag_of(const gs_place_cluster_t *c, const struct place_node *nd, int64_t cpu_left,
                       int64_t mem_left, const int16_t *left)
 {
@@ -106,7 +106,7 @@ static int score_mask(const gs_place_cluster_t *c, const struct place_node *nd, 
     if (mask & (UINT32_C(1) << g))
       left[g] = (int16_t) (left[g] - r->gpu_milli);
   double after = frag_of(c, nd, nd->cpu_left - r->cpu_milli, nd->mem_left - r->mem_mib, left);
-  return place_fgd_sigmoid_score(before, after);
+  return gs__place_fgd_sigmoid_score(before, after);
 }
 
 /* A sharing request: the tightest GPU that holds it (lowest index among equals, which
@@ -126,10 +126,10 @@ static int score_uncached(gs_place_cluster_t *c, int node, const struct gs_place
 {
   const struct place_node *nd = &c->nodes[node];
   double before = node_frag(c, node);
-  if (place_is_sharing(r))
+  if (gs__place_is_sharing(r))
     return score_sharing(c, nd, before, r, gpu);
   *gpu = -1;
-  uint32_t mask = r->num_gpu ? place_pick_tightest(nd, r->num_gpu, r->gpu_milli) : 0;
+  uint32_t mask = r->num_gpu ? gs__place_pick_tightest(nd, r->num_gpu, r->gpu_milli) : 0;
   return score_mask(c, nd, before, r, mask);
 }
 
@@ -164,7 +164,7 @@ static struct mem_shape *shape_for(gs_place_cluster_t *c, struct place_fgd_mem *
 /* Makes the caches on the first decision. Without memory the policy still decides the
  * same way, only uncached. Every cached value is keyed by the node's version, which
  * commits, releases and gs_place_set_workload all bump, so none can go stale. */
-void place_fgd_mem_prepare(gs_place_cluster_t *c, const struct gs_place_request *r)
+void gs__place_fgd_mem_prepare(gs_place_cluster_t *c, const struct gs_place_request *r)
 {
   if (!c->fgd_mem) {
     struct place_fgd_mem *m = calloc(1, sizeof(*m));
@@ -188,7 +188,7 @@ static int tie_term(const struct place_node *nd, const struct gs_place_request *
   return (GS_PLACE_MAX_GPUS * GS_PLACE_MILLI - nd->gpu_left_sum) / 20; /* 0..800 */
 }
 
-int place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
+int gs__place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
                         int *gpu)
 {
   const struct place_node *nd = &c->nodes[node];
@@ -203,12 +203,12 @@ int place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_place_r
     if (e)
       *e = (struct place_cache_entry) { nd->version, (int16_t) s, (int16_t) *gpu };
   }
-  if (place_is_sharing(r) && *gpu >= 0) /* best fit at the GPU first, then FGD's score */
+  if (gs__place_is_sharing(r) && *gpu >= 0) /* best fit at the GPU first, then FGD's score */
     return (GS_PLACE_MILLI - (nd->left[*gpu] - r->gpu_milli)) * SCORE_SCALE + s;
   return s * SCORE_SCALE + tie_term(nd, r);
 }
 
-void place_fgd_mem_free(struct place_fgd_mem *m)
+void gs__place_fgd_mem_free(struct place_fgd_mem *m)
 {
   if (!m)
     return;

@@ -17,7 +17,7 @@
 
 #include "place-internal.h"
 
-double place_fgd_frag(const gs_place_cluster_t *c, int model, int64_t cpu_left,
+double gs__place_fgd_frag(const gs_place_cluster_t *c, int model, int64_t cpu_left,
                       const int16_t *left, int gpus)
 {
   int total = 0;
@@ -76,7 +76,7 @@ static const double logit_pct[99] = {
   3.4760986898352733, 3.8918202981106265, 4.5951198501345898,
 };
 
-int place_fgd_sigmoid_score(double frag_before, double frag_after)
+int gs__place_fgd_sigmoid_score(double frag_before, double frag_after)
 {
   double x = (frag_before - frag_after) / 1000.0;
   if (x > 36.7) /* 1 + exp(-x) rounds to 1 in double precision */
@@ -100,7 +100,7 @@ static double frag_after(const gs_place_cluster_t *c, const struct place_node *n
   for (int g = 0; g < nd->gpus; g++)
     if (mask & (UINT32_C(1) << g))
       left[g] = (int16_t) (left[g] - r->gpu_milli);
-  return place_fgd_frag(c, nd->model, nd->cpu_left - r->cpu_milli, left, nd->gpus);
+  return gs__place_fgd_frag(c, nd->model, nd->cpu_left - r->cpu_milli, left, nd->gpus);
 }
 
 /* A sharing request: score each GPU that holds it and keep the first best. */
@@ -117,7 +117,7 @@ static int score_sharing(const gs_place_cluster_t *c, const struct place_node *n
       seen = nd->left[h] == nd->left[g];
     if (seen) /* an equal leftover earlier scored the same and wins the tie */
       continue;
-    int s = place_fgd_sigmoid_score(nd->frag, frag_after(c, nd, r, UINT32_C(1) << g));
+    int s = gs__place_fgd_sigmoid_score(nd->frag, frag_after(c, nd, r, UINT32_C(1) << g));
     if (*gpu < 0 || s > best) {
       best = s;
       *gpu = g;
@@ -129,11 +129,11 @@ static int score_sharing(const gs_place_cluster_t *c, const struct place_node *n
 static int score_uncached(const gs_place_cluster_t *c, const struct place_node *nd,
                           const struct gs_place_request *r, int *gpu)
 {
-  if (place_is_sharing(r))
+  if (gs__place_is_sharing(r))
     return score_sharing(c, nd, r, gpu);
   *gpu = -1;
-  uint32_t mask = r->num_gpu ? place_pick_tightest(nd, r->num_gpu, r->gpu_milli) : 0;
-  return place_fgd_sigmoid_score(nd->frag, frag_after(c, nd, r, mask));
+  uint32_t mask = r->num_gpu ? gs__place_pick_tightest(nd, r->num_gpu, r->gpu_milli) : 0;
+  return gs__place_fgd_sigmoid_score(nd->frag, frag_after(c, nd, r, mask));
 }
 
 /* The cache column for r's shape, created on first use; NULL when there are too many
@@ -162,12 +162,12 @@ static struct place_shape *shape_for(gs_place_cluster_t *c, const struct gs_plac
   return s;
 }
 
-void place_fgd_prepare(gs_place_cluster_t *c, const struct gs_place_request *r)
+void gs__place_fgd_prepare(gs_place_cluster_t *c, const struct gs_place_request *r)
 {
   c->cur_shape = shape_for(c, r);
 }
 
-int place_fgd_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r, int *gpu)
+int gs__place_fgd_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r, int *gpu)
 {
   const struct place_node *nd = &c->nodes[node];
   struct place_cache_entry *e = c->cur_shape ? &c->cur_shape->entries[node] : NULL;
@@ -239,7 +239,7 @@ static void refresh_all(gs_place_cluster_t *c)
   for (size_t i = 0; i < c->n; i++) {
     struct place_node *nd = &c->nodes[i];
     nd->version++; /* cached scores were for the old workload */
-    nd->frag = place_fgd_frag(c, nd->model, nd->cpu_left, nd->left, nd->gpus);
+    nd->frag = gs__place_fgd_frag(c, nd->model, nd->cpu_left, nd->left, nd->gpus);
   }
 }
 

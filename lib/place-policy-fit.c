@@ -9,7 +9,7 @@
 
 /* 100 × (1 − ½·cpu_after/max_cpu − ½·gpu_after/max_gpu): the node left with the least. The
  * operations follow the reference's order so that truncation lands on the same integers. */
-int place_score_best_fit(const struct place_node *nd, const struct gs_place_request *r)
+int gs__place_score_best_fit(const struct place_node *nd, const struct gs_place_request *r)
 {
   double cpu_after = (double) (nd->cpu_left - r->cpu_milli);
   double gpu_after = (double) (nd->gpu_left_sum - (int64_t) r->num_gpu * r->gpu_milli);
@@ -27,13 +27,13 @@ static int imax(int a, int b)
 /* Prefers, in order: sharing already used GPUs (the fuller the better), then whole GPUs on
  * a node already in use (the fewer the better), then an idle node (the smaller the better).
  * CPU-only requests score 0 everywhere, so only the tie order places them. */
-int place_score_gpu_packing(const struct place_node *nd, const struct gs_place_request *r)
+int gs__place_score_gpu_packing(const struct place_node *nd, const struct gs_place_request *r)
 {
   if (r->num_gpu == 0 || r->gpu_milli <= 0)
     return 0;
   if (nd->free_gpus == nd->gpus)
     return imax(MAX_SCORE / 3 - nd->free_gpus, nd->free_gpus);
-  uint32_t use = place_pick_tightest(nd, r->num_gpu, r->gpu_milli);
+  uint32_t use = gs__place_pick_tightest(nd, r->num_gpu, r->gpu_milli);
   int fresh = 0, free_pct = 0;
   for (int g = 0; g < nd->gpus; g++)
     if (use & (UINT32_C(1) << g)) {

@@ -114,7 +114,7 @@ static int victims_on(gs_place_sched_t *s, int node, const struct gs_place_reque
     const struct place_pod *p = &s->pods[out->pods[k]];
     if (p->r.priority > out->top_priority)
       out->top_priority = p->r.priority;
-    out->milli += place_pod_milli(&p->r);
+    out->milli += gs__place_pod_milli(&p->r);
   }
   return 1;
 }
@@ -133,7 +133,7 @@ static bool better(const gs_place_sched_t *s, const struct victim_set *a,
 
 /* Evicts the chosen victims (listing them in t) and returns 1 with the choice for r,
  * not committed; 0 with nothing changed when no node can be freed for r. */
-int place_preempt(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
+int gs__place_preempt(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
                   struct place_txn *t, struct gs_place_choice *ch)
 {
   size_t room = GS_PLACE_VICTIMS_MAX - t->n_victims;
@@ -144,7 +144,7 @@ int place_preempt(gs_place_sched_t *s, const struct gs_place_request *r, int que
   if (best.node < 0)
     return 0;
   for (size_t k = 0; k < best.n; k++) {
-    place_pod_evict(s, best.pods[k]);
+    gs__place_pod_evict(s, best.pods[k]);
     t->victims[t->n_victims++] = best.pods[k];
   }
   int ok = gs_place_decide(s->c, s->policy, r, ch);
@@ -152,6 +152,6 @@ int place_preempt(gs_place_sched_t *s, const struct gs_place_request *r, int que
     return 1;
   /* Cannot happen: only best.node changed, and r fits there now. Undo to stay safe. */
   for (size_t k = 0; k < best.n; k++)
-    place_pod_unevict(s, t->victims[--t->n_victims]);
+    gs__place_pod_unevict(s, t->victims[--t->n_victims]);
   return 0;
 }

@@ -3,7 +3,7 @@
 #ifndef GS_PLACE_QUEUE_INTERNAL_H
 #define GS_PLACE_QUEUE_INTERNAL_H
 
-#include "gs-place-queue.h"
+#include <gpuslice/place-queue.h>
 #include "place-internal.h"
 
 struct place_queue {
@@ -46,18 +46,18 @@ struct place_txn {
 
 /* place-queue.c */
 #define PLACE_DEFAULT_QUEUE "default"
-int place_queue_find(const gs_place_sched_t *s, const char *name);
-int64_t place_pod_milli(const struct gs_place_request *r);
-int place_pods_reserve(gs_place_sched_t *s, size_t more);
-size_t place_pod_add(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
+int gs__place_queue_find(const gs_place_sched_t *s, const char *name);
+int64_t gs__place_pod_milli(const struct gs_place_request *r);
+int gs__place_pods_reserve(gs_place_sched_t *s, size_t more);
+size_t gs__place_pod_add(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
                      const struct gs_place_choice *ch, bool in_quota);
-void place_pod_drop_last(gs_place_sched_t *s);
-void place_pod_evict(gs_place_sched_t *s, size_t i);
-void place_pod_unevict(gs_place_sched_t *s, size_t i);
-void place_pods_purge_evicted(gs_place_sched_t *s);
+void gs__place_pod_drop_last(gs_place_sched_t *s);
+void gs__place_pod_evict(gs_place_sched_t *s, size_t i);
+void gs__place_pod_unevict(gs_place_sched_t *s, size_t i);
+void gs__place_pods_purge_evicted(gs_place_sched_t *s);
 
 /* place-preempt.c */
-int place_preempt(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
+int gs__place_preempt(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
                   struct place_txn *t, struct gs_place_choice *ch);
 
 #endif

@@ -8,12 +8,12 @@
 
 #include "place-queue-internal.h"
 
-int64_t place_pod_milli(const struct gs_place_request *r)
+int64_t gs__place_pod_milli(const struct gs_place_request *r)
 {
   return (int64_t) r->num_gpu * r->gpu_milli;
 }
 
-int place_queue_find(const gs_place_sched_t *s, const char *name)
+int gs__place_queue_find(const gs_place_sched_t *s, const char *name)
 {
   if (!name || !*name)
     name = PLACE_DEFAULT_QUEUE;
@@ -36,7 +36,7 @@ static int queues_init(gs_place_sched_t *s, const struct gs_place_queue_spec *q,
                            PLACE_DEFAULT_QUEUE);
     if (i < n && (q[i].quota_milli < 0 || q[i].weight < 0))
       return gs_make_error(err, 0, "queue '%s': negative quota or weight", name);
-    if (place_queue_find(s, name) >= 0)
+    if (gs__place_queue_find(s, name) >= 0)
       return gs_make_error(err, 0, "queue '%s' given twice", name);
     s->queues[i].name = strdup(name);
     if (!s->queues[i].name)
@@ -105,7 +105,7 @@ gs_place_cluster_t *gs_place_sched_cluster(gs_place_sched_t *s)
 }
 
 /* Room for `more` pods, so that a submission under way never fails half done. */
-int place_pods_reserve(gs_place_sched_t *s, size_t more)
+int gs__place_pods_reserve(gs_place_sched_t *s, size_t more)
 {
   if (s->n_pods + more <= s->cap_pods)
     return 0;
@@ -122,7 +122,7 @@ int place_pods_reserve(gs_place_sched_t *s, size_t more)
 
 static void usage_add(struct place_queue *q, const struct place_pod *pod, int sign)
 {
-  int64_t m = sign * place_pod_milli(&pod->r);
+  int64_t m = sign * gs__place_pod_milli(&pod->r);
   if (pod->in_quota)
     q->in_use += m;
   else
@@ -131,7 +131,7 @@ static void usage_add(struct place_queue *q, const struct place_pod *pod, int si
 }
 
 /* Commits r on the cluster and lists it. Room must be reserved. Returns its index. */
-size_t place_pod_add(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
+size_t gs__place_pod_add(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
                      const struct gs_place_choice *ch, bool in_quota)
 {
   struct place_pod *pod = &s->pods[s->n_pods];
@@ -148,15 +148,15 @@ size_t place_pod_add(gs_place_sched_t *s, const struct gs_place_request *r, int 
   return s->n_pods++;
 }
 
-/* Undoes the last place_pod_add; ids are not reused. */
-void place_pod_drop_last(gs_place_sched_t *s)
+/* Undoes the last gs__place_pod_add; ids are not reused. */
+void gs__place_pod_drop_last(gs_place_sched_t *s)
 {
   struct place_pod *pod = &s->pods[--s->n_pods];
   gs_place_release(s->c, &pod->r, &pod->ch);
   usage_add(&s->queues[pod->queue], pod, -1);
 }
 
-void place_pod_evict(gs_place_sched_t *s, size_t i)
+void gs__place_pod_evict(gs_place_sched_t *s, size_t i)
 {
   struct place_pod *pod = &s->pods[i];
   gs_place_release(s->c, &pod->r, &pod->ch);
@@ -166,7 +166,7 @@ void place_pod_evict(gs_place_sched_t *s, size_t i)
 
 /* Puts an evicted pod back where it was: valid once the pods added since are dropped,
  * since the node then holds at most what it held with the pod on it. */
-void place_pod_unevict(gs_place_sched_t *s, size_t i)
+void gs__place_pod_unevict(gs_place_sched_t *s, size_t i)
 {
   struct place_pod *pod = &s->pods[i];
   gs_place_commit(s->c, &pod->r, &pod->ch);
@@ -174,7 +174,7 @@ void place_pod_unevict(gs_place_sched_t *s, size_t i)
   pod->evicting = false;
 }
 
-void place_pods_purge_evicted(gs_place_sched_t *s)
+void gs__place_pods_purge_evicted(gs_place_sched_t *s)
 {
   size_t k = 0;
   for (size_t i = 0; i < s->n_pods; i++)
@@ -192,7 +192,7 @@ static void promote(gs_place_sched_t *s, int queue)
     struct place_pod *best = NULL;
     for (size_t i = 0; i < s->n_pods; i++) {
       struct place_pod *p = &s->pods[i];
-      if (p->queue != queue || p->in_quota || q->in_use + place_pod_milli(&p->r) > q->quota)
+      if (p->queue != queue || p->in_quota || q->in_use + gs__place_pod_milli(&p->r) > q->quota)
         continue;
       if (!best || p->r.priority > best->r.priority)
         best = p;
@@ -227,7 +227,7 @@ int gs_place_sched_finish(gs_place_sched_t *s, uint64_t id)
 int gs_place_sched_queue_usage(const gs_place_sched_t *s, const char *queue,
                                struct gs_place_queue_usage *out)
 {
-  int i = place_queue_find(s, queue);
+  int i = gs__place_queue_find(s, queue);
   if (i < 0)
     return -1;
   const struct place_queue *q = &s->queues[i];

@@ -2,7 +2,7 @@
  * index, each with its samples and labels, and the join that turns a utilization series
  * and a memory series into samples holding both. Nothing here reads files: the readers in
  * plan/input-*.c fill the data set. */
-#include "gs-plan.h"
+#include <gpuslice/plan.h>
 
 #include <errno.h>
 #include <math.h>

@@ -6,14 +6,14 @@
  * gs_mig_plan_profiles (placement matters, not just counts); MPS, time-slice and fraction
  * workloads are packed by their share (the larger of memory and compute) with the
  * placement library's gpu-packing policy, largest first. */
-#include "gs-plan.h"
+#include <gpuslice/plan.h>
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-place.h"
+#include <gpuslice/place.h>
 
 #define PACK_NODE_GPUS 8
 

@@ -10,7 +10,7 @@
  *   4. MIG: steady (p95 - p50 <= 30 points, idle in under 25% of samples) and a profile whose memory holds p95 memory
  *      with headroom and whose compute share (slices / 7) covers p95 utilization;
  *   5. a fraction: --vram p95 memory with headroom, --compute p95 utilization rounded up. */
-#include "gs-plan.h"
+#include <gpuslice/plan.h>
 
 #include <errno.h>
 #include <math.h>

@@ -2,7 +2,7 @@
  * percentiles of utilization and memory, the mean utilization and the idle fraction.
  * Nearest rank is chosen over interpolation so that every figure in a plan is a value
  * that was actually measured, and so that tests can state percentiles exactly. */
-#include "gs-plan.h"
+#include <gpuslice/plan.h>
 
 #include <errno.h>
 #include <math.h>

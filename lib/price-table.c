@@ -1,6 +1,6 @@
 /* Price tables (see gs-price.h): reading the CSV into rows, and deriving one set of rates
  * per GPU model from them, per column the lower median of the rows that have a value. */
-#include "gs-price.h"
+#include <gpuslice/price.h>
 
 #include <errno.h>
 #include <math.h>

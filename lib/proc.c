@@ -1,5 +1,5 @@
 /* Process identity from /proc; see gs-proc.h. */
-#include "gs-proc.h"
+#include <gpuslice/proc.h>
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* Concurrent pointer map for the interposer's bookkeeping; see ptrmap.h for the design. */
-#include "gs-ptrmap.h"
+#include <gpuslice/ptrmap.h>
 
 #include <errno.h>
 #include <sched.h>

@@ -1,6 +1,6 @@
 /* Quantity parsing. Everything is integer arithmetic on the digits as typed (128-bit in
  * the middle), so "0.1G" is exactly 100000000 bytes and no input can overflow silently. */
-#include "gs-quantity.h"
+#include <gpuslice/quantity.h>
 
 #include <ctype.h>
 #include <string.h>

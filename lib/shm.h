@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 /* The first 16 bytes of every shared layout; each layout pins its own copy of these fields
  * at these offsets (see the _Static_asserts beside each struct). */

@@ -5,14 +5,14 @@
  * Numbers are decimal digits only, so "1e3", "-1" or " 5" are errors, not surprises.
  * gpu_milli is clamped to 1..1000 for GPU pods as the paper's simulator does, and ignored
  * (0) for CPU-only pods. */
-#include "gs-trace-openb.h"
+#include <gpuslice/trace-openb.h>
 
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-csv.h"
+#include <gpuslice/csv.h>
 
 #define NODE_FIELDS 5
 #define POD_FIELDS 11

@@ -1,6 +1,6 @@
 /* x* allocation wrappers (fatal on out-of-memory) and the cleanup-attribute helpers.
  * Only the CLI and the daemon call the x* functions; see gs-xalloc.h. */
-#include "gs-xalloc.h"
+#include <gpuslice/xalloc.h>
 
 #include <errno.h>
 #include <stdarg.h>

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gs-csv.h"
+#include <gpuslice/csv.h>
 
 #define CSV_MAX_FIELDS (4 + GS_PLAN_MAX_LABELS)
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-csv.h"
+#include <gpuslice/csv.h>
 
 static int genai_line(char *line, const char *path, size_t no, bool memory,
                       struct gs_plan_data *d, gs_error_t *err)

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "gs-csv.h"
+#include <gpuslice/csv.h>
 
 #define SNIFF_BYTES 4096
 

@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-#include "gs-plan-io.h"
+#include <gpuslice/plan-io.h>
 
 /* The readers; f is positioned at the start of the file. */
 int gs__plan_read_csv(FILE *f, const char *path, struct gs_plan_data *d, gs_error_t *err);

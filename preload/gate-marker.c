@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "gate.h"
-#include "gs-log.h"
+#include <gpuslice/log.h>
 #include "real.h"
 
 uint64_t gs__mono_ns(void)

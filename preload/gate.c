@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "gate.h"
-#include "gpuslice.h"
+#include <gpuslice.h>
 #include "hooks.h"
 
 /* Marks a GPU whose gate could not be made, so that it is not tried on every launch. */

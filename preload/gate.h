@@ -1,5 +1,5 @@
 /* The compute gate: what the launch hooks ask before submitting work, so that a tenant gets
- * its share of each GPU's time (lib/gs-compute.h has the model and the board).
+ * its share of each GPU's time (include/gpuslice/compute.h has the model and the board).
  *
  * Each process keeps one gate per GPU it launches on. A gate holds the process's turn on the
  * GPU's board, if it has one, and the markers it measures its own device time with:
@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gs-compute.h"
+#include <gpuslice/compute.h>
 #include "gs-cuda.h"
 
 #define GS_MARK_RING 16

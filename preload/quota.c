@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "gpuslice.h"
-#include "gs-limits.h"
-#include "gs-proc.h"
+#include <gpuslice.h>
+#include <gpuslice/limits.h>
+#include <gpuslice/proc.h>
 #include "real.h"
 
 static struct {

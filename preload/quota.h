@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "gs-cuda.h"
-#include "gs-ledger.h"
-#include "gs-ptrmap.h"
+#include <gpuslice/tenant-ledger.h>
+#include <gpuslice/ptrmap.h>
 
 /* What a map entry records: the bytes charged and the GPU, packed in one word. */
 #define GS_CHARGE(bytes, gpu) (((uint64_t) (gpu) << 56) | (bytes))

@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "gpuslice.h"
+#include <gpuslice.h>
 
 struct gs_cuda_real gs__cuda;
 struct gs_nvml_real gs__nvml;

@@ -1,11 +1,11 @@
 /* Simulated NVML: initialization and shutdown (reference-counted, as in the real library),
  * error strings, and the system-wide queries (driver, NVML and CUDA versions). Also the one
  * export of the simulator's own, gpusim_spec_check, which gpuslice's driver seam
- * (lib/gs-driver.h) looks up at run time to check GPUSLICE_SIM without linking the simulator.
+ * (include/gpuslice/driver.h) looks up at run time to check GPUSLICE_SIM without linking the simulator.
  * Device queries live in nvml-device.c, nvml-util.c and nvml-sensors.c. */
 #include "nvml-internal.h"
 
-#include "gs-driver.h"
+#include <gpuslice/driver.h>
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -2,7 +2,7 @@
  * slots with reaping of dead processes, and the device timeline. See sim-state.h. */
 #include "sim-state.h"
 
-#include "gs-proc.h"
+#include <gpuslice/proc.h>
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,7 @@
  * and waits at most 2 seconds for the answer. Call it every few hundred requests, not for
  * each one: every call is a round trip to the daemon.
  *
- * The socket is, as for the daemon (lib/gs-daemon-paths.h): GPUSLICE_SOCKET; else
+ * The socket is, as for the daemon (include/gpuslice/daemon-paths.h): GPUSLICE_SOCKET; else
  * $GPUSLICE_STATE_DIR/gpuslice.sock; else /run/gpuslice/gpuslice.sock for root; else
  * $XDG_RUNTIME_DIR/gpuslice/gpuslice.sock; else /tmp/gpuslice-<uid>/gpuslice.sock.
  *

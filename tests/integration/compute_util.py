@@ -1,5 +1,5 @@
 """Helpers for the compute-share tests (test_compute_*.py): a reader for the tenant ledger
-(struct gs_ledger, version 2, in lib/gs-ledger.h), and saturating or paced tenants that start
+(struct gs_ledger, version 2, in include/gpuslice/tenant-ledger.h), and saturating or paced tenants that start
 together on the simulated GPU and report the device time they got inside one common window.
 
 Why a common window: each tenant's `gpuslice run` and workload start at slightly different
@@ -17,7 +17,7 @@ import time
 from quota_env import GPUSLICE, json_lines, state_dir
 from wl_run import WORKLOAD
 
-# struct gs_ledger, version 2 (lib/gs-ledger.h); the offsets are pinned by `size`.
+# struct gs_ledger, version 2 (include/gpuslice/tenant-ledger.h); the offsets are pinned by `size`.
 LEDGER_MAGIC = 0x4753544E414E5431
 LEDGER_VERSION = 2
 LEDGER_SIZE = 149504

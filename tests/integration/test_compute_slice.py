@@ -10,7 +10,7 @@ from quota_env import GPUSLICE, json_lines, quota_env
 from wl_run import WORKLOAD
 
 SECONDS = 3
-# struct gs_board (lib/gs-compute.h): magic u64, version u32, size u32, uuid char[96],
+# struct gs_board (include/gpuslice/compute.h): magic u64, version u32, size u32, uuid char[96],
 # slice_ms u32, seq u32, turn u64, gen u32: the count of turns taken.
 GEN_OFFSET = 8 + 4 + 4 + 96 + 4 + 4 + 8
 

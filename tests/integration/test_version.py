@@ -1,5 +1,5 @@
 """One version: CMake's project(gpuslice VERSION ...) is what `gpuslice --version` prints and
-what the daemon reports in GET /v1/health, both from the one generated gs-version.h."""
+what the daemon reports in GET /v1/health, both from the one generated gpuslice/version.h."""
 import re
 
 from conftest import BUILD, run

@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gs-daemon-paths.h"
-#include "gs-ledger.h"
-#include "gs-limits.h"
-#include "gs-proc.h"
+#include <gpuslice/daemon-paths.h>
+#include <gpuslice/tenant-ledger.h>
+#include <gpuslice/limits.h>
+#include <gpuslice/proc.h>
 
 #define MIB (1024ULL * 1024ULL)
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gs-limits.h"
+#include <gpuslice/limits.h>
 #include "tenant-json.h"
 
 static void test_a_registration_reads_back_as_it_was_built(void **state)

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gs-compute.h"
+#include <gpuslice/compute.h>
 
 #define MS 1000000ull
 #define T0 (1000 * 1000 * MS) /* a clock far from zero, as CLOCK_MONOTONIC is */

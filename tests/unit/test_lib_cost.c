@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "assert-near.h"
-#include "gs-cost.h"
+#include <gpuslice/cost.h>
 
 #define EPS 1e-9
 

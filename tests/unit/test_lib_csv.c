@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "gs-csv.h"
+#include <gpuslice/csv.h>
 #include "failing-file.h"
 
 static void test_quoted_split_undoes_quotes_and_doubled_quotes(void **state)

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "gpuslice.h"
+#include <gpuslice.h>
 
 /* A layout whose libdir holds the simulator this build made. */
 static char built_libdir[] = GS_TEST_LIBDIR;

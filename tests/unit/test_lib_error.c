@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gpuslice.h"
+#include <gpuslice.h>
 
 static int open_config(const char *path, gs_error_t *err)
 {

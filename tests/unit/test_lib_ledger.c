@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gs-ledger.h"
-#include "gs-limits.h"
-#include "gs-proc.h"
+#include <gpuslice/tenant-ledger.h>
+#include <gpuslice/limits.h>
+#include <gpuslice/proc.h>
 
 #define MIB (1024ULL * 1024ULL)
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gpuslice.h"
+#include <gpuslice.h>
 
 static char last_line[1024];
 static int last_level = -1;

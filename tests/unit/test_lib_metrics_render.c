@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gpuslice.h"
-#include "gs-metrics.h"
+#include <gpuslice.h>
+#include <gpuslice/metrics.h>
 
 static struct gs_snap_gpu one_gpu(void)
 {

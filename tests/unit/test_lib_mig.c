@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "assert-near.h"
-#include "gs-mig.h"
+#include <gpuslice/mig.h>
 
 #define GB 1000000000ULL
 #define GIB 1073741824ULL

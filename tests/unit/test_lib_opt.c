@@ -12,8 +12,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "gs-opt.h"
-#include "gs-xalloc.h"
+#include <gpuslice/opt.h>
+#include <gpuslice/xalloc.h>
 
 struct opts {
   bool json;

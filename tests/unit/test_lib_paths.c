@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "gpuslice.h"
+#include <gpuslice.h>
 
 /* A fake prefix with bin/gpuslice in it, so realpath has something to resolve. */
 static char prefix[] = "/tmp/gs-paths-XXXXXX";

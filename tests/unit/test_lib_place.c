@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "gs-place.h"
+#include <gpuslice/place.h>
 
 static const struct gs_place_node_spec two_nodes[] = {
   { "a", 32000, 65536, 2, "T4" },

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "gs-place.h"
+#include <gpuslice/place.h>
 
 static struct gs_place_request req(int64_t cpu, int64_t mem, int num, int milli)
 {

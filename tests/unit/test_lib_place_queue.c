@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "gs-place-queue.h"
+#include <gpuslice/place-queue.h>
 
 #define MAX_NODES 4
 #define MAX_QUEUES 4

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "gs-plan.h"
+#include <gpuslice/plan.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 

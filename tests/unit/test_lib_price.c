@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "assert-near.h"
-#include "gs-price.h"
+#include <gpuslice/price.h>
 
 static void test_canon_accepts_sim_data_and_nvml_spellings(void **state)
 {

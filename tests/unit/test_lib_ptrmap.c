@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "gs-ptrmap.h"
+#include <gpuslice/ptrmap.h>
 
 /* Keys shaped like device pointers: large and 256-byte aligned. */
 static uint64_t key_of(uint64_t thread, uint64_t i)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gpuslice.h"
+#include <gpuslice.h>
 
 #define GIB (1024ULL * 1024 * 1024)
 #define TOTAL (80ULL * GIB)

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "gs-trace-openb.h"
+#include <gpuslice/trace-openb.h>
 
 #define NODE_HDR "sn,cpu_milli,memory_mib,gpu,model\n"
 #define POD_HDR "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase," \

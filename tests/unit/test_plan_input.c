@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "gs-plan-io.h"
+#include <gpuslice/plan-io.h>
 #include "failing-file.h"
 
 /* Reads len bytes of text as fmt into d; returns what gs_plan_read returned. */

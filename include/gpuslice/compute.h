@@ -24,8 +24,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "gs-error.h"
-#include "gs-ledger.h"
+#include <gpuslice/error.h>
+#include <gpuslice/tenant-ledger.h>
 
 #define GS_BOARD_MAGIC 0x314452414f425347ULL /* "GSBOARD1" */
 #define GS_BOARD_VERSION 1

@@ -13,8 +13,8 @@
 
 #include <stddef.h>
 
-#include "gs-error.h"
-#include "gs-paths.h"
+#include <gpuslice/error.h>
+#include <gpuslice/paths.h>
 
 enum gs_driver_source {
   GS_DRIVER_SYSTEM,       /* the system's driver, found by the loader */

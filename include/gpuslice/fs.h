@@ -4,7 +4,7 @@
 
 #include <sys/types.h>
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 /* Creates dir and its missing parents; dir itself gets mode, parents 0755. */
 int gs_mkdir_p(const char *dir, mode_t mode, gs_error_t *err);

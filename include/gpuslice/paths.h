@@ -10,7 +10,7 @@
 #ifndef GS_PATHS_H
 #define GS_PATHS_H
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 struct gs_paths {
   char *exe;      /* the running executable, resolved */

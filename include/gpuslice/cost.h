@@ -5,7 +5,7 @@
 #ifndef GS_COST_H
 #define GS_COST_H
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 #define GS_HOURS_PER_MONTH 730.0
 

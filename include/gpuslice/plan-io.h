@@ -1,6 +1,6 @@
 /* The one public header of the plan library (gpuslice_plan, plan/): what its users (the
  * CLI's `plan` verb, the fuzz target) include. It reads metrics files into the planner's
- * data set (the model, lib/gs-plan.h, included here) and writes what one run computed as
+ * data set (the model, include/gpuslice/plan.h, included here) and writes what one run computed as
  * a table, a JSON document or an HTML report. Its own helpers are in plan-internal.h.
  *
  * Every error about a file's content names the file and line as "FILE:LINE: reason". */
@@ -9,8 +9,8 @@
 
 #include <stdio.h>
 
-#include "gpuslice.h"
-#include "gs-plan.h"
+#include <gpuslice.h>
+#include <gpuslice/plan.h>
 
 enum gs_plan_input_format {
   GS_PLAN_IN_CSV,        /* timestamp,workload,gpu_util_pct,fb_used_bytes[,label=value...] */

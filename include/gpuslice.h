@@ -5,15 +5,15 @@
 #ifndef GPUSLICE_H
 #define GPUSLICE_H
 
-#include "gs-error.h"
-#include "gs-log.h"
-#include "gs-quantity.h"
-#include "gs-paths.h"
-#include "gs-driver.h"
-#include "gs-env.h"
-#include "gs-xalloc.h"
-#include "gs-proc.h"
-#include "gs-ptrmap.h"
-#include "gs-ledger.h"
+#include <gpuslice/error.h>
+#include <gpuslice/log.h>
+#include <gpuslice/quantity.h>
+#include <gpuslice/paths.h>
+#include <gpuslice/driver.h>
+#include <gpuslice/env.h>
+#include <gpuslice/xalloc.h>
+#include <gpuslice/proc.h>
+#include <gpuslice/ptrmap.h>
+#include <gpuslice/tenant-ledger.h>
 
 #endif

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "gs-error.h"
-#include "gs-place.h"
+#include <gpuslice/error.h>
+#include <gpuslice/place.h>
 
 /* The strings the specs point to belong to the list: free it with the matching call. */
 struct gs_openb_nodes {

@@ -26,8 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gs-error.h"
-#include "gs-place.h"
+#include <gpuslice/error.h>
+#include <gpuslice/place.h>
 
 #define GS_PLACE_GANG_MAX 16    /* requests in one submission */
 #define GS_PLACE_VICTIMS_MAX 32 /* pods one submission may preempt */

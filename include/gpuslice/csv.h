@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 enum gs_csv_quoting {
   GS_CSV_QUOTED, /* RFC 4180: a field may be quoted, with "" for a quote inside it; a quote

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 #define GS_LEDGER_MAGIC 0x4753544e414e5431ULL /* "GSTNANT1" */
 #define GS_LEDGER_VERSION 2

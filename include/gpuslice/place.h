@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 #define GS_PLACE_MAX_GPUS 16    /* GPUs per node */
 #define GS_PLACE_MAX_MODELS 32  /* distinct GPU models per cluster: one bit each in a mask */

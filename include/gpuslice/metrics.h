@@ -1,4 +1,4 @@
-/* Prometheus text exposition of a node snapshot (lib/gs-snapshot.h): the GPU series under
+/* Prometheus text exposition of a node snapshot (include/gpuslice/snapshot.h): the GPU series under
  * dcgm-exporter's names, labels and units, so that dashboards built for it (Grafana 12239)
  * work unchanged; gpuslice's own per-tenant series; and the daemon's health series.
  * docs/metrics.md lists every series. Needs libc only; the daemon serves the text. */
@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gs-error.h"
-#include "gs-snapshot.h"
+#include <gpuslice/error.h>
+#include <gpuslice/snapshot.h>
 
 /* The daemon's own health, rendered as gpuslice_daemon_* series. */
 struct gs_metrics_health {

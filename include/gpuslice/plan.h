@@ -20,10 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gs-cost.h"
-#include "gs-error.h"
-#include "gs-mig.h"
-#include "gs-price.h"
+#include <gpuslice/cost.h>
+#include <gpuslice/error.h>
+#include <gpuslice/mig.h>
+#include <gpuslice/price.h>
 
 /* A sample whose utilization is below this (in %) is idle. */
 #define GS_PLAN_IDLE_PCT 1.0

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 enum gs_opt_kind {
   GS_OPT_FLAG,    /* no value: sets a bool */

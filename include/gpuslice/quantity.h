@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 /* Parses a memory size into bytes:
  *   - a plain number of bytes: "1048576";

@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 /* ---- GPU model names ---- */
 

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gs-error.h"
+#include <gpuslice/error.h>
 
 #define GS_MIG_POSITIONS 8
 #define GS_MIG_COMPUTE_SLICES 7

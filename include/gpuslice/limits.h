@@ -20,8 +20,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "gs-error.h"
-#include "gs-ledger.h"
+#include <gpuslice/error.h>
+#include <gpuslice/tenant-ledger.h>
 
 #define GS_LIMITS_MAGIC 0x4753544c494d4931ULL /* "GSTLIMI1" */
 #define GS_LIMITS_VERSION 1
