@@ -1,7 +1,7 @@
-/* The one public header of gpuslice's core library (gpuslice_core). The edges (cli/,
- * preload/, and later daemon/ and integrations/) include this and nothing else from lib/.
- *
- * Each part lives in its own header beside its .c file; this file only gathers them. */
+/* gpuslice's core library (gpuslice_core): the headers every edge needs, gathered. The
+ * public API is the headers in include/gpuslice/, one per part; an edge (cli/, daemon/, preload/,
+ * plan/, integrations/) includes this or those, and never a header in lib/, which are lib's
+ * own (tests/layering/check_includes.py holds the rule). */
 #ifndef GPUSLICE_H
 #define GPUSLICE_H
 

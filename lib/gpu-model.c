@@ -1,7 +1,7 @@
 /* gs_gpu_model_canon: one spelling for each GPU model, whatever wrote the name (the
- * simulator, the MIG and price tables, NVML). Declared in gs-price.h. Only names; what a
- * model can do lives in the MIG table and the simulator's catalogue. */
-#include <gpuslice/price.h>
+ * simulator, the MIG and price tables, NVML). Declared in gpuslice/gpu-model.h. Only names;
+ * what a model can do lives in the MIG table and the simulator's catalogue. */
+#include <gpuslice/gpu-model.h>
 
 #include <ctype.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
  * ("0|2|4"), mem_gib; '#' lines are comments). A "?" in mem_gib is estimated as
  * mem_slices x the 1-slice profile's mem_gib of the same model (which errs low, so a fit
  * is never promised that the hardware cannot give), and flagged mem_estimated.
- * Model names go through gs_gpu_model_canon (gs-price.h). */
+ * Model names go through gs_gpu_model_canon (gpuslice/gpu-model.h). */
 #ifndef GS_MIG_H
 #define GS_MIG_H
 
