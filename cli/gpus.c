@@ -1,12 +1,12 @@
 /* `gpuslice gpus`: the node's GPUs as the daemon last sampled them (GET /v1/gpus): memory,
  * utilization, power, temperature, clocks and how many tenants use each. --json prints the
- * daemon's reply (docs/cli.md). The GPU table is shared with `top` (node-tables.h). */
+ * daemon's reply (docs/cli.md). The GPU table is shared with `top` (cli-node-tables.h). */
 #include "cli.h"
 
 #include <stdio.h>
 
-#include "daemon-verb.h"
-#include "node-tables.h"
+#include "cli-daemon-request.h"
+#include "cli-node-tables.h"
 
 const struct gs_opt_table cli_gpus_table = {
   .verb = "gpus",

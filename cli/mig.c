@@ -11,8 +11,8 @@
 
 #include <gpuslice/mig.h>
 #include <gpuslice/price.h>
-#include "json-print.h"
-#include "table.h"
+#include "cli-json.h"
+#include "cli-table.h"
 
 #define MAX_DEMANDS 4096
 #define TEXT(x) #x

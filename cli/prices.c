@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include <gpuslice/price.h>
-#include "json-print.h"
-#include "table.h"
+#include "cli-json.h"
+#include "cli-table.h"
 
 struct prices_opts {
   const char *prices;

@@ -1,14 +1,14 @@
 /* `gpuslice ps`: the tenants the daemon knows, with their memory and compute use and limits,
  * one row per tenant and GPU (GET /v1/tenants). --json prints the daemon's reply, whose keys
- * docs/cli.md documents. The tenant table is shared with `top` (node-tables.h). */
+ * docs/cli.md documents. The tenant table is shared with `top` (cli-node-tables.h). */
 #include "cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon-verb.h"
-#include "node-tables.h"
+#include "cli-daemon-request.h"
+#include "cli-node-tables.h"
 
 const struct gs_opt_table cli_ps_table = {
   .verb = "ps",

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon-client.h"
+#include "cli-daemon-client.h"
 #include "tenant-json.h"
 
 #define REGISTER_TIMEOUT_MS 5000L

@@ -12,8 +12,8 @@
 
 #include <gpuslice/cost.h>
 #include <gpuslice/price.h>
-#include "json-print.h"
-#include "table.h"
+#include "cli-json.h"
+#include "cli-table.h"
 
 struct savings_opts {
   double monthly, gpus, sharing, spot_f, spot_d, commit_f, commit_d;

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon-verb.h"
-#include "table.h"
+#include "cli-daemon-request.h"
+#include "cli-table.h"
 
 struct set_opts {
   const char *socket, *tenant, *vram;

@@ -1,7 +1,7 @@
 /* `gpuslice top`: a live view of the node, per GPU and per tenant, redrawn every interval with
  * ncurses until `q`. With --once, or when stdout is not a terminal, it prints one frame as
  * plain text and exits (scripts and tests read that). The frame is the tables of `gpus` and
- * `ps` (node-tables.h), fetched over one reused connection to the daemon. */
+ * `ps` (cli-node-tables.h), fetched over one reused connection to the daemon. */
 #include "cli.h"
 
 #include <curses.h>
@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon-verb.h"
-#include "node-tables.h"
+#include "cli-daemon-request.h"
+#include "cli-node-tables.h"
 
 struct top_opts {
   const char *socket;

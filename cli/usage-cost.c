@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "daemon-verb.h"
+#include "cli-daemon-request.h"
 #include <gpuslice/cost.h>
 #include <gpuslice/price.h>
 

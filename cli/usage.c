@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon-verb.h"
-#include "table.h"
+#include "cli-daemon-request.h"
+#include "cli-table.h"
 #include "usage-cost.h"
 
 struct usage_opts {

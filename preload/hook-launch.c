@@ -1,11 +1,11 @@
-/* Launch hooks: every call that submits kernels passes the compute gate first (gate.h), and
+/* Launch hooks: every call that submits kernels passes the compute gate first (compute-gate.h), and
  * the synchronize calls tell the gate when the process has waited for its work. A process
  * that is no tenant goes straight to the driver.
  *
  * Gated: cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and cuGraphLaunch,
  * each with its per-thread-stream (_ptsz) form. Copies and memsets are not kernels and are
  * not gated. */
-#include "gate.h"
+#include "compute-gate.h"
 #include "hooks.h"
 
 /* Runs `call` (a driver call on stream s) through the gate. */

@@ -12,7 +12,7 @@
  *
  * Rows belong to tenants; every process of a tenant uses its tenant's row, so a share is
  * the tenant's across all its processes. Everything here is libc only and lock-free; the
- * waiting is done by the interposer (preload/gate.c) with a futex on `seq`.
+ * waiting is done by the interposer (preload/compute-gate.c) with a futex on `seq`.
  *
  * Times are CLOCK_MONOTONIC nanoseconds, passed in so that the logic can be tested. */
 #ifndef GS_COMPUTE_H
@@ -143,7 +143,7 @@ uint64_t gs_board_take(struct gs_board *b, int row, pid_t pid, uint64_t now);
 /* Gives the turn back (only if `turn` still holds it) and wakes nobody: the caller does. */
 bool gs_board_release(struct gs_board *b, uint64_t turn);
 /* Takes the turn from a holder of lower priority than row, at once: the holder keeps at most
- * one kernel in flight while a higher priority is about (see preload/gate-turn.c), so the
+ * one kernel in flight while a higher priority is about (see preload/compute-gate-turn.c), so the
  * new holder's work waits behind no more than that. 0 when the holder is not lower. */
 uint64_t gs_board_preempt(struct gs_board *b, int row, pid_t pid, uint64_t now);
 /* Takes the turn from a holder that is dead or has been idle past `idle_ns`. */

@@ -1,4 +1,4 @@
-"""The CLI's daemon client (cli/daemon-client.c) against a stand-in daemon: it finds the socket
+"""The CLI's daemon client (cli/cli-daemon-client.c) against a stand-in daemon: it finds the socket
 from --socket or GPUSLICE_SOCKET, says "no daemon at <socket>: <why>" and exits 1 when nothing
 answers, carries the daemon's JSON error text on a 4xx/5xx, and rejects a reply that is not JSON."""
 import os

@@ -1,11 +1,11 @@
 /* Finding a process's gate for a GPU: made on the first launch there, from the tenant's
  * ledger and the board named by the GPU's UUID. A process that is no tenant, or whose GPU
- * cannot be gated, gets NULL and launches pass straight through. See gate.h. */
+ * cannot be gated, gets NULL and launches pass straight through. See compute-gate.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gate.h"
+#include "compute-gate.h"
 #include <gpuslice.h>
 #include "hooks.h"
 

@@ -1,10 +1,10 @@
 /* Markers: events a gate records on the launching stream to measure its device time. The
  * elapsed time from one completed marker to the next is busy time, unless the later one was
  * recorded on an idle stream (a start marker). Events are made once, on first need, in the
- * context current at that launch, and reused. See gate.h. */
+ * context current at that launch, and reused. See compute-gate.h. */
 #include <time.h>
 
-#include "gate.h"
+#include "compute-gate.h"
 #include <gpuslice/log.h>
 #include "real.h"
 

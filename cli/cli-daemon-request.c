@@ -1,6 +1,6 @@
-/* Shared plumbing of the daemon verbs (daemon-verb.h): one request with the CLI's error
+/* Shared plumbing of the daemon verbs (cli-daemon-request.h): one request with the CLI's error
  * reporting, JSON printing, and lenient reads of reply fields. */
-#include "daemon-verb.h"
+#include "cli-daemon-request.h"
 
 #include <stddef.h>
 #include <stdio.h>

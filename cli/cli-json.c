@@ -1,5 +1,5 @@
-/* json_print_compact (see json-print.h). */
-#include "json-print.h"
+/* json_print_compact (see cli-json.h). */
+#include "cli-json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,9 +7,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "daemon-client.h"
+#include "cli-daemon-client.h"
 #include <gpuslice/opt.h>
-#include "table.h"
+#include "cli-table.h"
 
 /* Sends the request to the daemon at socket (NULL: the default). On success returns 0 with
  * *reply (may be NULL for an empty reply). On failure prints "gpuslice: <verb>: <why>" and

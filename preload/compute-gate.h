@@ -75,7 +75,7 @@ void gs__gate_sync_end(struct gs_gate *g);
 /* At exit: gives back a turn the process still holds, so nobody waits for it to be found dead. */
 void gs__gate_exit(struct gs_gate *g);
 
-/* Markers (gate-marker.c). The mutex is held. */
+/* Markers (compute-gate-marker.c). The mutex is held. */
 void gs__marker_record(struct gs_markers *m, CUstream s, bool ptsz, bool start);
 /* Device time of the markers that have completed, waiting until at most `keep` are
  * outstanding (keep < 0: never wait). */

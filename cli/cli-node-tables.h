@@ -5,7 +5,7 @@
 
 #include <jansson.h>
 
-#include "table.h"
+#include "cli-table.h"
 
 /* One row per tenant and GPU it uses (one row with "-" when it uses none yet), from the
  * "tenants" array of GET /v1/tenants. */

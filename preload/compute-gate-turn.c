@@ -1,6 +1,6 @@
 /* The gate's turn-taking: the fast check before each launch, waiting for a turn, ending a
  * turn (drain the GPU of this process's work, charge it, give the turn back or renew it),
- * and the markers recorded after launches. See gate.h and include/gpuslice/compute.h. */
+ * and the markers recorded after launches. See compute-gate.h and include/gpuslice/compute.h. */
 #include <limits.h>
 #include <stdint.h>
 #include <linux/futex.h>
@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gate.h"
+#include "compute-gate.h"
 #include <gpuslice/log.h>
 #include "real.h"
 

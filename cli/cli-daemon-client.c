@@ -1,9 +1,9 @@
-/* The CLI's client for the node daemon's HTTP API (daemon-client.h): libcurl over the Unix
+/* The CLI's client for the node daemon's HTTP API (cli-daemon-client.h): libcurl over the Unix
  * socket, JSON bodies through jansson, failures carried as gs_error_t. It tells "no daemon"
  * (nothing to talk to) from "the daemon said no" (a 4xx/5xx with a JSON error), because run
  * carries on alone in the first case and the verbs report the daemon's reason in the second.
  * No verb logic lives here. */
-#include "daemon-client.h"
+#include "cli-daemon-client.h"
 
 #include <curl/curl.h>
 #include <errno.h>

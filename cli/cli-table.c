@@ -1,6 +1,6 @@
-/* Aligned text tables and the cell formats the daemon verbs share (table.h). Cells are kept
+/* Aligned text tables and the cell formats the daemon verbs share (cli-table.h). Cells are kept
  * until the table is printed, so each column is as wide as its widest cell. */
-#include "table.h"
+#include "cli-table.h"
 
 #include <math.h>
 #include <stdlib.h>
