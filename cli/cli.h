@@ -38,8 +38,21 @@ int cli_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv, in
 /* For verbs that take no operands: -1 when argv[next] is the end, else the usage error. */
 int cli_no_operands(const char *verb, int argc, char **argv, int next);
 
-/* Every option table the CLI has, for `gpuslice __docs` (docs.c); NULL-terminated. */
-extern const struct gs_opt_table *const cli_tables[];
+/* Each verb's option table (in the verb's file; daemon's in daemon/config.c) and gpuslice's own. */
+extern const struct gs_opt_table cli_main_table, cli_run_table, cli_demo_table, cli_pack_table,
+  cli_plan_table, cli_ps_table, cli_gpus_table, cli_top_table, cli_usage_table, cli_set_table,
+  cli_mig_table, cli_savings_table, cli_prices_table;
+
+/* A verb: its table (which names it and gives its one-line summary) and its function. */
+struct cli_verb {
+  const struct gs_opt_table *table;
+  int (*fn)(int argc, char **argv);
+};
+/* Every verb, in the order `gpuslice --help` and the docs list them (main.c). */
+extern const struct cli_verb cli_verbs[];
+extern const size_t cli_nverbs;
+
+/* `gpuslice __docs`: the docs generated from the tables (docs.c). */
 int cli_docs(int argc, char **argv);
 
 /* The shell's reading of a wait status: the exit code, or 128 + the signal number. */

@@ -21,13 +21,13 @@
 #define END_MARK "<!-- END generated -->"
 #define SETTINGS_SUFFIX "-settings"
 
-extern const struct gs_opt_table cli_main_table, cli_demo_table, cli_pack_table, cli_plan_table, cli_ps_table,
-    cli_gpus_table, cli_top_table, cli_prices_table, cli_run_table, cli_savings_table, cli_usage_table, cli_set_table, cli_mig_table;
-
-const struct gs_opt_table *const cli_tables[] = {
-  &cli_main_table, &cli_run_table, &cli_demo_table, &cli_pack_table, &cli_plan_table, &cli_ps_table,
-  &cli_gpus_table, &cli_top_table, &cli_usage_table, &cli_set_table, &cli_mig_table, &cli_savings_table, &cli_prices_table, &daemon_opt_table, NULL,
-};
+/* gpuslice's own table, then each verb's: the i-th table the docs show, or NULL past the end. */
+static const struct gs_opt_table *table_at(size_t i)
+{
+  if (i == 0)
+    return &cli_main_table;
+  return i <= cli_nverbs ? cli_verbs[i - 1].table : NULL;
+}
 
 static const char *table_name(const struct gs_opt_table *t)
 {
@@ -36,9 +36,10 @@ static const char *table_name(const struct gs_opt_table *t)
 
 static const struct gs_opt_table *find_table(const char *name)
 {
-  for (int i = 0; cli_tables[i]; i++)
-    if (strcmp(table_name(cli_tables[i]), name) == 0)
-      return cli_tables[i];
+  const struct gs_opt_table *t;
+  for (size_t i = 0; (t = table_at(i)); i++)
+    if (strcmp(table_name(t), name) == 0)
+      return t;
   return NULL;
 }
 
@@ -121,9 +122,8 @@ static const char man_tail[] =
 static int docs_man(FILE *out)
 {
   fputs(man_head, out);
-  for (int i = 0; cli_tables[i]; i++)
-    if (cli_tables[i]->verb)
-      gs_opt_man(cli_tables[i], out);
+  for (size_t i = 0; i < cli_nverbs; i++)
+    gs_opt_man(cli_verbs[i].table, out);
   fputs(".SH OPTIONS\n", out);
   gs_opt_man(find_table("gpuslice"), out);
   fputs(man_tail, out);
@@ -132,10 +132,11 @@ static int docs_man(FILE *out)
 
 static int docs_list(FILE *out)
 {
-  for (int i = 0; cli_tables[i]; i++) {
-    fputs(table_name(cli_tables[i]), out);
-    for (int j = 0; j < cli_tables[i]->nopts; j++)
-      fprintf(out, " --%s", cli_tables[i]->opts[j].name);
+  const struct gs_opt_table *t;
+  for (size_t i = 0; (t = table_at(i)); i++) {
+    fputs(table_name(t), out);
+    for (int j = 0; j < t->nopts; j++)
+      fprintf(out, " --%s", t->opts[j].name);
     fputc('\n', out);
   }
   return CLI_OK;

@@ -1,6 +1,7 @@
 /* gpuslice's entry point: global options, then dispatch to one verb. Each verb lives in its
  * own file (run.c, demo.c, ...) and parses its own options. */
 #include "cli.h"
+#include "daemon.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -9,27 +10,22 @@
 
 #include <gpuslice/version.h>
 
-struct verb {
-  const char *name;
-  int (*fn)(int argc, char **argv);
-  const char *summary;
+const struct cli_verb cli_verbs[] = {
+  { &cli_run_table, cli_run },
+  { &cli_demo_table, cli_demo },
+  { &cli_pack_table, cli_pack },
+  { &daemon_opt_table, cli_daemon },
+  { &cli_plan_table, cli_plan },
+  { &cli_ps_table, cli_ps },
+  { &cli_gpus_table, cli_gpus },
+  { &cli_top_table, cli_top },
+  { &cli_usage_table, cli_usage },
+  { &cli_set_table, cli_set },
+  { &cli_mig_table, cli_mig },
+  { &cli_savings_table, cli_savings },
+  { &cli_prices_table, cli_prices },
 };
-
-static const struct verb verbs[] = {
-  { "run", cli_run, "Run a command with the gpuslice interposer loaded" },
-  { "demo", cli_demo, "Run three workloads side by side on one GPU and show what each got" },
-  { "pack", cli_pack, "Replay a GPU cluster trace through a placement policy" },
-  { "daemon", cli_daemon, "Run the node daemon: tenants, live limits, metrics and the usage ledger" },
-  { "plan", cli_plan, "Plan GPU sharing from measured utilization and memory" },
-  { "ps", cli_ps, "List the tenants the node daemon knows, with their use and limits" },
-  { "gpus", cli_gpus, "List the node's GPUs as the daemon last sampled them" },
-  { "top", cli_top, "Show GPUs and tenants live" },
-  { "usage", cli_usage, "Report GPU time and memory used, by tenant, user or label" },
-  { "set", cli_set, "Change a running tenant's limits, live" },
-  { "mig", cli_mig, "Plan MIG layouts for memory demands; list a model's MIG profiles" },
-  { "savings", cli_savings, "Show stacked savings: sharing, then spot, then commitments" },
-  { "prices", cli_prices, "Show the GPU price table in effect, with sources and dates" },
-};
+const size_t cli_nverbs = sizeof(cli_verbs) / sizeof(cli_verbs[0]);
 
 struct main_opts {
   bool version;
@@ -60,9 +56,9 @@ static void usage(FILE *f)
   struct gs_opt_table t = cli_main_table;
   _cleanup_free_ char *intro = NULL;
   xasprintf(&intro, "%s\nCommands:\n", t.intro);
-  for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+  for (size_t i = 0; i < cli_nverbs; i++) {
     char *more = NULL;
-    xasprintf(&more, "%s  %-8s %s\n", intro, verbs[i].name, verbs[i].summary);
+    xasprintf(&more, "%s  %-8s %s\n", intro, cli_verbs[i].table->verb, cli_verbs[i].table->summary);
     free(intro);
     intro = more;
   }
@@ -70,11 +66,11 @@ static void usage(FILE *f)
   gs_opt_help(&t, f);
 }
 
-static const struct verb *find_verb(const char *name)
+static const struct cli_verb *find_verb(const char *name)
 {
-  for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-    if (strcmp(verbs[i].name, name) == 0)
-      return &verbs[i];
+  for (size_t i = 0; i < cli_nverbs; i++)
+    if (strcmp(cli_verbs[i].table->verb, name) == 0)
+      return &cli_verbs[i];
   return NULL;
 }
 
@@ -103,7 +99,7 @@ int main(int argc, char **argv)
     return cli_usage_error(NULL, "missing command (see gpuslice --help)");
   if (strcmp(argv[next], "__docs") == 0)
     return cli_docs(argc - next, argv + next);
-  const struct verb *v = find_verb(argv[next]);
+  const struct cli_verb *v = find_verb(argv[next]);
   if (!v)
     return cli_usage_error(argv[next], "unknown command (see gpuslice --help)");
   argc -= next;
