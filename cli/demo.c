@@ -49,8 +49,7 @@ const struct gs_opt_table cli_demo_table = {
            "allocates until gpuslice refuses it at its limit. Without an NVIDIA driver (and without\n"
            "GPUSLICE_SIM) it uses a simulated H100 80GB, private to this run.\n",
   .outro = "Exit status: 0 success, 1 a workload or gpuslice failed, 2 usage error.\n",
-  .opts = demo_entries,
-  .nopts = GS_OPT_COUNT(demo_entries),
+  GS_OPT_ENTRIES(demo_entries),
 };
 
 struct tenant {

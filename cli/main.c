@@ -46,8 +46,7 @@ const struct gs_opt_table cli_main_table = {
            "\n"
            "Exit status: 0 success, 1 failure, 2 usage error.\n"
            "'gpuslice run' exits with its command's status instead.\n",
-  .opts = main_entries,
-  .nopts = GS_OPT_COUNT(main_entries),
+  GS_OPT_ENTRIES(main_entries),
 };
 
 /* gpuslice's own --help: the table's, with the commands after its prose. */

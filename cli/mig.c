@@ -51,8 +51,7 @@ const struct gs_opt_table cli_mig_table = {
            "profiles: lists a model's MIG profiles.\n",
   .outro = "Exit status: 0 success, 1 failure, 2 usage error (bad demand, unknown model, a demand\n"
            "larger than the largest profile, a malformed table).\n",
-  .opts = mig_entries,
-  .nopts = GS_OPT_COUNT(mig_entries),
+  GS_OPT_ENTRIES(mig_entries),
   .flags = GS_OPTS_PERMUTE,
 };
 

@@ -67,8 +67,7 @@ const struct gs_opt_table cli_pack_table = {
            "decisions_per_s.\n"
            "\n"
            "Exit status: 0 success, 1 failure, 2 usage error (including a malformed trace).\n",
-  .opts = pack_entries,
-  .nopts = GS_OPT_COUNT(pack_entries),
+  GS_OPT_ENTRIES(pack_entries),
 };
 
 static int parse_args(int argc, char **argv, struct pack_opts *o)

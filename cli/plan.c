@@ -73,8 +73,7 @@ const struct gs_opt_table cli_plan_table = {
            "\n"
            "Exit status: 0 success, 1 failure (no usable samples, no price for the model), 2 usage\n"
            "error (including a malformed metrics file and an unknown GPU model).\n",
-  .opts = plan_entries,
-  .nopts = GS_OPT_COUNT(plan_entries),
+  GS_OPT_ENTRIES(plan_entries),
   .flags = GS_OPTS_PERMUTE, /* file names after --metrics FILE are more metrics files */
 };
 

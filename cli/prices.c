@@ -37,8 +37,7 @@ const struct gs_opt_table cli_prices_table = {
            "On-demand is the lower median of the model's rows; spot and commitment rates apply the\n"
            "discount the rows that publish them give (rate / their own on-demand) to it.\n",
   .outro = "Exit status: 0 success, 1 failure, 2 usage error (including a malformed table).\n",
-  .opts = prices_entries,
-  .nopts = GS_OPT_COUNT(prices_entries),
+  GS_OPT_ENTRIES(prices_entries),
 };
 
 static int parse_args(int argc, char **argv, struct prices_opts *o)

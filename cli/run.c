@@ -57,8 +57,7 @@ const struct gs_opt_table cli_run_table = {
            "\n"
            "Exit status: COMMAND's status; 128+N when COMMAND is killed by signal N; 127 when\n"
            "COMMAND cannot be run; 1 when gpuslice itself fails; 2 on a usage error.\n",
-  .opts = run_entries,
-  .nopts = GS_OPT_COUNT(run_entries),
+  GS_OPT_ENTRIES(run_entries),
   .flags = GS_OPTS_ONCE,
 };
 

@@ -123,8 +123,7 @@ const struct gs_opt_table cli_savings_table = {
            "another share at its discount. Spot and commitment shares are of the work after\n"
            "sharing and may not add up to more than 100%.\n",
   .outro = "Exit status: 0 success, 1 failure, 2 usage error (bad numbers, unknown model, no price).\n",
-  .opts = savings_entries,
-  .nopts = GS_OPT_COUNT(savings_entries),
+  GS_OPT_ENTRIES(savings_entries),
 };
 
 /* What the options must say together: one bill, and a model wherever a price is read. */

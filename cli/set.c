@@ -87,8 +87,7 @@ const struct gs_opt_table cli_set_table = {
            "given change; options may follow TENANT.\n",
   .outro = "Exit status: 0 success, 1 failure (no daemon answers, unknown tenant, the daemon\n"
            "refuses), 2 usage error.\n",
-  .opts = set_entries,
-  .nopts = GS_OPT_COUNT(set_entries),
+  GS_OPT_ENTRIES(set_entries),
   .flags = GS_OPTS_PERMUTE,
 };
 

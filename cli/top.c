@@ -40,8 +40,7 @@ const struct gs_opt_table cli_top_table = {
   .intro = "Shows the node's GPUs and tenants live, refreshed every interval. Press q to quit.\n"
            "When stdout is not a terminal, prints one frame and exits, as --once does.\n",
   .outro = "Exit status: 0 success, 1 failure (no daemon answers, with --once), 2 usage error.\n",
-  .opts = top_entries,
-  .nopts = GS_OPT_COUNT(top_entries),
+  GS_OPT_ENTRIES(top_entries),
 };
 
 static int parse_args(int argc, char **argv, struct top_opts *o)

@@ -100,8 +100,7 @@ const struct gs_opt_table cli_usage_table = {
   .intro = "Reports the GPU time and memory each group of tenants used, from the daemon's usage\n"
            "ledger. A local user sees their own tenants; root and the gpuslice group see all.\n",
   .outro = "Exit status: 0 success, 1 failure (no daemon answers, the daemon refuses), 2 usage error.\n",
-  .opts = usage_entries,
-  .nopts = GS_OPT_COUNT(usage_entries),
+  GS_OPT_ENTRIES(usage_entries),
 };
 
 static int parse_args(int argc, char **argv, struct usage_opts *o)

@@ -84,8 +84,7 @@ const struct gs_opt_table daemon_opt_table = {
            "config file, environment, option.\n",
   .outro = "Exit status: 0 after SIGTERM or SIGINT, 1 on failure (such as no NVIDIA driver), 2 usage error.\n"
            "With GPUSLICE_SIM set the daemon runs on the simulated GPU.\n",
-  .opts = daemon_entries,
-  .nopts = GS_OPT_COUNT(daemon_entries),
+  GS_OPT_ENTRIES(daemon_entries),
 };
 
 void daemon_config_print_sample(FILE *f)

@@ -75,6 +75,8 @@ struct gs_opt_table {
 };
 
 #define GS_OPT_COUNT(a) ((int) (sizeof(a) / sizeof((a)[0])))
+/* A table's .opts and .nopts, from one array of entries. */
+#define GS_OPT_ENTRIES(a) .opts = (a), .nopts = GS_OPT_COUNT(a)
 #define GS_OPT_HELP_ENTRY { .name = "help", .letter = 'h', .kind = GS_OPT_HELP, .help = "Show this help and exit" }
 
 /* What gs_opt_parse found. */
