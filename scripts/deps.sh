@@ -18,8 +18,9 @@
 #   prometheus                        the metrics tests run promtool and a real Prometheus
 #   chromium fonts-dejavu-core        the planner's HTML report is rendered headless in a test
 #   zlib1g-dev                        `gpuslice plan` reads gzipped metrics files
+#   clang-format                      tests/layering/test_format.py checks the C sources' format
 
-GS_DEPS="cmake ninja-build gcc pkg-config libc6-dev libcmocka-dev libjansson-dev python3 python3-pytest binutils procps clang libclang-rt-dev libmicrohttpd-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev libncurses-dev prometheus chromium fonts-dejavu-core zlib1g-dev"
+GS_DEPS="cmake ninja-build gcc pkg-config libc6-dev libcmocka-dev libjansson-dev python3 python3-pytest binutils procps clang libclang-rt-dev libmicrohttpd-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev libncurses-dev prometheus chromium fonts-dejavu-core zlib1g-dev clang-format"
 
 gs_missing_deps() {
   local p missing=""
