@@ -107,10 +107,7 @@ CUresult gsc_ctx_current(struct CUctx_st **out)
 
 GSC_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-  GSC_TRY(gsc_dev_check(dev));
-  if (!pctx)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_DEV_OUT(dev, pctx);
   struct CUctx_st *c = gsc.primary[dev];
   if (!c && !(c = gsc.primary[dev] = ctx_new(dev, 0, true)))
     return CUDA_ERROR_OUT_OF_MEMORY;

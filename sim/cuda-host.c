@@ -60,10 +60,7 @@ GSC_API CUresult cuMemFreeHost(void *p)
 
 GSC_API CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
 {
-  GSC_CHECK_INIT();
-  if (!pFlags)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(pFlags);
   struct gsc_alloc *a = host_find(p);
   if (!a)
     return CUDA_ERROR_INVALID_VALUE;

@@ -307,10 +307,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, const struct 
 
 GSC_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
-  GSC_CHECK_INIT();
-  if (!data)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(data);
   struct gsc_alloc *a = gsc_alloc_find((uintptr_t) ptr, 0);
   if (!a)
     return CUDA_ERROR_INVALID_VALUE;

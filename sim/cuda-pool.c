@@ -72,8 +72,7 @@ void gsc_pool_destroy(struct CUmemPoolHandle_st *p)
       gsc_alloc_free(a);
   }
   gsc_pool_trim(p, 0);
-  gsc_obj_del(&p->obj);
-  free(p);
+  gsc_obj_free(&p->obj);
 }
 
 /* ---- allocation ---- */
@@ -211,20 +210,14 @@ GSC_API CUresult cuMemPoolDestroy(CUmemoryPool pool)
 
 GSC_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
-  GSC_TRY(gsc_dev_check(dev));
-  if (!pool_out)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_DEV_OUT(dev, pool_out);
   *pool_out = gsc.default_pool[dev];
   return CUDA_SUCCESS;
 }
 
 GSC_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-  GSC_TRY(gsc_dev_check(dev));
-  if (!pool)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_DEV_OUT(dev, pool);
   *pool = gsc.current_pool[dev];
   return CUDA_SUCCESS;
 }
@@ -305,20 +298,14 @@ static CUresult pool_get(const struct CUmemPoolHandle_st *p, CUmemPool_attribute
 
 GSC_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
-  GSC_CHECK_INIT();
-  if (!value)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(value);
   struct CUmemPoolHandle_st *p = gsc_obj_find(pool, GSC_POOL);
   return p ? pool_set(p, attr, value) : CUDA_ERROR_INVALID_VALUE;
 }
 
 GSC_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
-  GSC_CHECK_INIT();
-  if (!value)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(value);
   struct CUmemPoolHandle_st *p = gsc_obj_find(pool, GSC_POOL);
   return p ? pool_get(p, attr, value) : CUDA_ERROR_INVALID_VALUE;
 }

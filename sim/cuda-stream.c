@@ -35,8 +35,7 @@ struct CUstream_st *gsc_stream_new(struct CUctx_st *c, unsigned flags, int prior
 
 void gsc_stream_free(struct CUstream_st *s)
 {
-  gsc_obj_del(&s->obj);
-  free(s);
+  gsc_obj_free(&s->obj);
 }
 
 static struct CUstream_st *per_thread_stream(struct CUctx_st *c)

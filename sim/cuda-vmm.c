@@ -40,8 +40,7 @@ void gsc_vmm_put(struct gsc_vmm *h)
   close(h->fd);
   if (!h->imported)
     gsc_uncharge(h->dev, h->size);
-  gsc_obj_del(&h->obj);
-  free(h);
+  gsc_obj_free(&h->obj);
 }
 
 static CUresult prop_check(const CUmemAllocationProp *prop)
@@ -136,10 +135,7 @@ GSC_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 
 GSC_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)
 {
-  GSC_CHECK_INIT();
-  if (!prop)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(prop);
   struct gsc_vmm *h = vmm_find(handle);
   if (!h)
     return CUDA_ERROR_INVALID_VALUE;
@@ -324,10 +320,7 @@ GSC_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *
 
 GSC_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
 {
-  GSC_CHECK_INIT();
-  if (!handle)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(handle);
   struct gsc_alloc *a = gsc_alloc_find((uintptr_t) addr, 1);
   if (!a || a->kind != GSC_MEM_VMM)
     return CUDA_ERROR_INVALID_VALUE;
