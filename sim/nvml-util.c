@@ -30,9 +30,7 @@ static unsigned int mem_util_of(unsigned int sm_util)
 GPUSIM_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, utilization, &dev, NULL);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, utilization, &dev, NULL));
   utilization->gpu = gpusim_nvml_gpu_util(dev);
   utilization->memory = mem_util_of(utilization->gpu);
   return NVML_SUCCESS;
@@ -140,9 +138,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev
 static nvmlReturn_t graphics_procs(nvmlDevice_t device, unsigned int *infoCount)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, infoCount, &dev, NULL);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, infoCount, &dev, NULL));
   *infoCount = 0;
   return NVML_SUCCESS;
 }
