@@ -54,6 +54,12 @@ int cli_no_operands(const char *verb, int argc, char **argv, int next)
   return -1;
 }
 
+int cli_parse_options(const struct gs_opt_table *t, void *dst, int argc, char **argv)
+{
+  int next, r = cli_parse(t, dst, argc, argv, &next);
+  return r >= 0 ? r : cli_no_operands(t->verb, argc, argv, next);
+}
+
 int cli_wait_status(int wstatus)
 {
   if (WIFEXITED(wstatus))

@@ -157,3 +157,14 @@ int gs__read_text_file(const char *path, char **out, size_t *len, gs_error_t *er
   fclose(f);
   return r;
 }
+
+int gs__parse_text_file(const char *path, gs__text_parse_fn *parse, void *out, gs_error_t *err)
+{
+  char *text;
+  size_t len;
+  if (gs__read_text_file(path, &text, &len, err) < 0)
+    return -1;
+  int r = parse(text, len, path, out, err);
+  free(text);
+  return r;
+}
