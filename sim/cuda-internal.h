@@ -122,12 +122,7 @@ void gsc_unlockp(int *unused);
   if (!(out))                                   \
     return CUDA_ERROR_INVALID_VALUE;            \
   GSC_LOCKED
-#define GSC_TRY(expr)                           \
-  do {                                          \
-    CUresult r_ = (expr);                       \
-    if (r_ != CUDA_SUCCESS)                     \
-      return r_;                                \
-  } while (0)
+#define GSC_TRY(expr) GPUSIM_TRY(CUresult, CUDA_SUCCESS, expr)
 
 static inline uint64_t gsc_max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 

@@ -24,12 +24,7 @@ nvmlReturn_t gpusim_nvml_ready(void);
  * that takes no device, in that order. */
 nvmlReturn_t gpusim_nvml_ready_arg(const void *out);
 /* Returns from the calling function with expr's result unless that is NVML_SUCCESS. */
-#define GSN_TRY(expr)                           \
-  do {                                          \
-    nvmlReturn_t r_ = (expr);                   \
-    if (r_ != NVML_SUCCESS)                     \
-      return r_;                                \
-  } while (0)
+#define GSN_TRY(expr) GPUSIM_TRY(nvmlReturn_t, NVML_SUCCESS, expr)
 /* The number of devices seen by the current initialization. */
 unsigned int gpusim_nvml_device_count(void);
 /* The handle of device i (i < gpusim_nvml_device_count()). */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <gpuslice/compute.h>
+#include "temp-dir.h"
 
 #define MS 1000000ull
 #define T0 (1000 * 1000 * MS) /* a clock far from zero, as CLOCK_MONOTONIC is */
@@ -33,11 +34,9 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-  char cmd[128];
   (void) state;
   gs_board_close(b);
-  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return gs_test_remove_dir(dir);
 }
 
 static int row(const char *name, uint32_t pct, uint32_t policy, uint32_t prio)

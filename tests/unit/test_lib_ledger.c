@@ -20,17 +20,11 @@
 #include <gpuslice/tenant-ledger.h>
 #include <gpuslice/limits.h>
 #include <gpuslice/proc.h>
+#include "temp-dir.h"
 
 #define MIB (1024ULL * 1024ULL)
 
-static char dir[64];
-
-static int make_dir(void **state)
-{
-  (void) state;
-  snprintf(dir, sizeof(dir), "/tmp/gs-ledger-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
-}
+static const char *const dir = gs_test_dir;
 
 static struct gs_ledger *new_tenant(const char *name, uint64_t limit)
 {
@@ -359,14 +353,6 @@ static void test_write_limits_reaches_the_same_instance_only(void **state)
   gs_ledger_remove(dir, "mirror", NULL);
 }
 
-static int remove_dir(void **state)
-{
-  char cmd[128];
-  (void) state;
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -383,5 +369,5 @@ int main(void)
     cmocka_unit_test(test_read_fd_sees_changes_through_one_descriptor),
     cmocka_unit_test(test_write_limits_reaches_the_same_instance_only),
   };
-  return cmocka_run_group_tests(tests, make_dir, remove_dir);
+  return cmocka_run_group_tests(tests, gs_test_dir_setup, gs_test_dir_teardown);
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sim-state.h"
+#include "temp-dir.h"
 
 #define GIB (1024ULL * 1024ULL * 1024ULL)
 
@@ -24,10 +25,8 @@ static char dir[] = "/tmp/gpusim-unit-XXXXXX";
 /* Removes the state directory and the one state file in it. */
 static int teardown(void **state)
 {
-  char cmd[128];
   (void) state;
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return gs_test_remove_dir(dir);
 }
 
 static int setup(void **state)
