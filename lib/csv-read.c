@@ -23,12 +23,11 @@ void gs__csv_init(struct gs__csv *c, const char *text, size_t len, const char *n
 
 int gs__csv_error(const struct gs__csv *c, gs_error_t *err, const char *fmt, ...)
 {
-  char why[256];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(why, sizeof(why), fmt, ap);
+  gs_make_errorv(err, 0, fmt, ap);
   va_end(ap);
-  return gs_make_error(err, 0, "%s: line %d: %s", c->name, c->line, why);
+  return gs_error_prepend(err, "%s: line %d", c->name, c->line);
 }
 
 /* Copies one physical line (without its end of line) into buf. */

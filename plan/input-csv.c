@@ -31,12 +31,11 @@ static int line_error(const struct csv_line *l, gs_error_t *err, const char *fmt
     __attribute__((format(printf, 3, 4)));
 static int line_error(const struct csv_line *l, gs_error_t *err, const char *fmt, ...)
 {
-  char why[256];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(why, sizeof(why), fmt, ap);
+  gs_make_errorv(err, 0, fmt, ap);
   va_end(ap);
-  return gs_make_error(err, 0, "%s:%zu: %s", l->path, l->no, why);
+  return gs_error_prepend(err, "%s:%zu", l->path, l->no);
 }
 
 /* ISO 8601 UTC with an optional fraction of a second and an optional 'Z'. */
