@@ -318,13 +318,20 @@ static CUresult ctx_or_current(CUcontext ctx, struct CUctx_st **out)
   return CUDA_SUCCESS;
 }
 
+/* The checks of a query about a context (NULL for the current one) that answers through
+ * answer: the driver is initialized, answer is given, the context is live. */
+static CUresult ctx_query(CUcontext ctx, const void *answer, struct CUctx_st **out)
+{
+  GSC_CHECK_INIT();
+  if (!answer)
+    return CUDA_ERROR_INVALID_VALUE;
+  return ctx_or_current(ctx, out);
+}
+
 GSC_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
   struct CUctx_st *c;
-  GSC_CHECK_INIT();
-  if (!device)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_TRY(ctx_or_current(ctx, &c));
+  GSC_TRY(ctx_query(ctx, device, &c));
   *device = c->dev;
   return CUDA_SUCCESS;
 }
@@ -354,10 +361,7 @@ GSC_API CUresult cuCtxSynchronize(void)
 GSC_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
   struct CUctx_st *c;
-  GSC_CHECK_INIT();
-  if (!version)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_TRY(ctx_or_current(ctx, &c));
+  GSC_TRY(ctx_query(ctx, version, &c));
   *version = GS_CUDA_VERSION;
   return CUDA_SUCCESS;
 }
@@ -365,10 +369,7 @@ GSC_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 GSC_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
   struct CUctx_st *c;
-  GSC_CHECK_INIT();
-  if (!ctxId)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_TRY(ctx_or_current(ctx, &c));
+  GSC_TRY(ctx_query(ctx, ctxId, &c));
   *ctxId = c->id;
   return CUDA_SUCCESS;
 }
