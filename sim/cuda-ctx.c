@@ -231,8 +231,7 @@ GSC_API CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 
 GSC_API CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct CUctx_st *c = gsc_obj_find(ctx, GSC_CTX);
   if (!c || !c->active || c->primary)
     return CUDA_ERROR_INVALID_CONTEXT;
@@ -280,8 +279,7 @@ GSC_API CUresult cuCtxGetCurrent(CUcontext *pctx)
 
 GSC_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   GSC_TRY(gsc_ctx_check(ctx));
   return ctx_push(ctx);
 }

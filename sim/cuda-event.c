@@ -93,8 +93,7 @@ GSC_API CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, u
 /* An event never recorded counts as complete, as in the real driver. */
 GSC_API CUresult cuEventQuery(CUevent hEvent)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct CUevent_st *e = gsc_obj_find(hEvent, GSC_EVENT);
   if (!e)
     return CUDA_ERROR_INVALID_HANDLE;

@@ -71,8 +71,7 @@ void gsc_obj_free(struct gsc_obj *o)
 
 CUresult gsc_obj_destroy(const void *handle, enum gsc_kind kind, void (*free_fn)(void *), CUresult bad)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   void *obj = gsc_obj_find(handle, kind);
   if (!obj)
     return bad;

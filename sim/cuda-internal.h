@@ -109,6 +109,11 @@ void gsc_unlockp(int *unused);
       return CUDA_ERROR_NOT_INITIALIZED;        \
   } while (0)
 
+/* The prologue of an entry point: the driver is initialized, and gsc_lock is held to the end
+ * of the function. */
+#define GSC_ENTER()                             \
+  GSC_CHECK_INIT();                             \
+  GSC_LOCKED
 /* The prologue of an entry point that answers through out: the driver is initialized, out is
  * given, and gsc_lock is held to the end of the function (so this cannot be a do/while). */
 #define GSC_ENTER_OUT(out)                      \

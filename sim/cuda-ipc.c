@@ -150,8 +150,7 @@ static struct ipc_open *record_of(const struct gsc_alloc *a)
 
 GSC_API CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct gsc_alloc *a = gsc_alloc_find((uintptr_t) dptr, 0);
   struct ipc_open *o = a && a->base == dptr && a->kind == GSC_MEM_IPC ? record_of(a) : NULL;
   if (!o)

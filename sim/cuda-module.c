@@ -118,11 +118,8 @@ GSC_API CUresult cuModuleUnload(CUmodule hmod)
 
 GSC_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
-  GSC_CHECK_INIT();
-  if (!hfunc)
-    return CUDA_ERROR_INVALID_VALUE;
+  GSC_ENTER_OUT(hfunc);
   GSC_TRY(name_check(name));
-  GSC_LOCKED;
   struct CUmod_st *m = gsc_obj_find(hmod, GSC_MODULE);
   if (!m)
     return CUDA_ERROR_INVALID_HANDLE;
@@ -200,11 +197,8 @@ GSC_API CUresult cuLibraryUnload(CUlibrary library)
 
 GSC_API CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
 {
-  GSC_CHECK_INIT();
-  if (!pKernel)
-    return CUDA_ERROR_INVALID_VALUE;
+  GSC_ENTER_OUT(pKernel);
   GSC_TRY(name_check(name));
-  GSC_LOCKED;
   struct CUlib_st *l = gsc_obj_find(library, GSC_LIBRARY);
   if (!l)
     return CUDA_ERROR_INVALID_HANDLE;
@@ -255,8 +249,7 @@ GSC_API CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 
 CUresult gsc_func_get(CUfunction f, struct CUfunc_st **out)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   if ((*out = gsc_obj_find(f, GSC_FUNC)))
     return CUDA_SUCCESS;
   struct CUkern_st *k = gsc_obj_find(f, GSC_KERNEL);

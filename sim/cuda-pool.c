@@ -153,8 +153,7 @@ GSC_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
 static CUresult free_async(CUdeviceptr dptr, CUstream h, bool per_thread)
 {
   struct CUstream_st *s;
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   GSC_TRY(gsc_stream_get(h, per_thread, &s));
   if (s->capture)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -197,8 +196,7 @@ GSC_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolP
 
 GSC_API CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct CUmemPoolHandle_st *p = gsc_obj_find(pool, GSC_POOL);
   if (!p || p->is_default)
     return CUDA_ERROR_INVALID_VALUE;
@@ -237,8 +235,7 @@ GSC_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 
 GSC_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct CUmemPoolHandle_st *p = gsc_obj_find(pool, GSC_POOL);
   if (!p)
     return CUDA_ERROR_INVALID_VALUE;

@@ -123,8 +123,7 @@ GSC_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, 
 
 GSC_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct gsc_vmm *h = vmm_find(handle);
   if (!h || h->user_refs == 0)
     return CUDA_ERROR_INVALID_VALUE;
@@ -198,8 +197,7 @@ GSC_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align
 
 GSC_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   for (struct reservation **rp = &g_reservations; *rp; rp = &(*rp)->next) {
     struct reservation *r = *rp;
     if (r->base != ptr || r->size != size)
@@ -245,8 +243,7 @@ GSC_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
 /* The range must be made of whole mappings. */
 GSC_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   uintptr_t end = ptr + size;
   bool any = false;
   for (struct gsc_alloc *a = gsc_alloc_first(); a; a = a->next) {
