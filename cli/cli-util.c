@@ -11,12 +11,10 @@
 int cli_usage_error(const char *verb, const char *fmt, ...)
 {
   va_list ap;
-  char *text = NULL;
   va_start(ap, fmt);
-  xvasprintf(&text, fmt, ap);
-  va_end(ap);
   /* Usage errors quote what was typed: keep them one line whatever it held. */
-  gs_scrub_ctl(text, '?');
+  char *text = xvasprintf_line('?', fmt, ap);
+  va_end(ap);
   fprintf(stderr, "gpuslice: %s%s%s\n", verb ? verb : "", verb ? ": " : "", text);
   free(text);
   return CLI_USAGE;
