@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+import benchlib
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 LAUNCH_TARGET_NS = 10.0
 PAIR_TARGET_NS = 150.0
@@ -222,10 +224,7 @@ def main():
                "alloc_free_added_spread_ns": spread, "all_targets_met": ok if not a.quick else None,
                "results": rows}
     print(json.dumps(summary, indent=2))
-    path = a.json or a.build / "bench-results" / "interposer.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dict(summary, samples_ns=samples), indent=1) + "\n")
-    print(f"run-interposer: all samples in {path}", file=sys.stderr)
+    benchlib.write_samples(a, "interposer", summary, samples)
     return 3 if a.check and not ok else 0
 
 

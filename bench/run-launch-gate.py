@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+import benchlib
+
 HERE = pathlib.Path(__file__).resolve().parent
 TARGET_NS = 100.0
 MODES = ("baseline", "tenant", "gated")
@@ -152,10 +154,7 @@ def main():
                                "time": time.strftime("%FT%T%z")},
                "all_targets_met": None if a.quick else ok, "results": rows}
     print(json.dumps(summary, indent=2))
-    path = a.json or a.build / "bench-results" / "launch-gate.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dict(summary, samples_ns=samples), indent=1) + "\n")
-    print(f"run-launch-gate: all samples in {path}", file=sys.stderr)
+    benchlib.write_samples(a, "launch-gate", summary, samples)
     return 3 if a.check and not ok else 0
 
 

@@ -14,6 +14,8 @@ import statistics
 import subprocess
 import sys
 
+import benchlib
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TRACES = ["default", "gpushare40", "multigpu20", "cpu050"]
 POLICIES = ["first-fit", "best-fit", "gpu-packing", "fgd", "fgd-mem"]
@@ -71,8 +73,7 @@ def main():
         p = f"{pub:.2f}" if pub is not None else "—"
         d = f"{mean - pub:+.2f}" if pub is not None else "—"
         print(f"| {trace} | {policy} | {mean:.2f} ± {sd:.2f} | {p} | {d} | {rate:,.0f} |")
-    if a.json:
-        pathlib.Path(a.json).write_text(json.dumps({"runs": runs}, indent=1))
+    benchlib.write_runs(a.json, runs)
     return 0
 
 

@@ -6,12 +6,13 @@ decompress the same files (`gzip -dc`), measured in the same run. Target: under 
 Usage: bench/run-plan.py [--build DIR] [--runs N] [--json FILE]
 Prints a Markdown table (what bench/RESULTS.md holds) and, with --json, writes every run."""
 import argparse
-import json
 import pathlib
 import statistics
 import subprocess
 import sys
 import time
+
+import benchlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "alibaba-genai"
@@ -45,8 +46,7 @@ def main():
         med = statistics.median(t)
         target = "—" if name.startswith("gzip") else ("< 5 s: met" if med < 5 else "< 5 s: MISSED")
         print(f"| {name} | {med:.3f} | {med / base:.1f} | {target} |")
-    if a.json:
-        pathlib.Path(a.json).write_text(json.dumps({"runs": runs}, indent=1))
+    benchlib.write_runs(a.json, runs)
     return 0
 
 

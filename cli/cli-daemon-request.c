@@ -57,9 +57,7 @@ int verb_list(const struct gs_opt_table *opts, int argc, char **argv, const char
 {
   const char *verb = opts->verb;
   struct verb_list_opts o = { 0 };
-  int next, r = cli_parse(opts, &o, argc, argv, &next);
-  if (r < 0)
-    r = cli_no_operands(verb, argc, argv, next);
+  int r = cli_parse_options(opts, &o, argc, argv);
   if (r >= 0)
     return r;
   const char *socket = o.socket;

@@ -11,12 +11,10 @@
 int cli_usage_error(const char *verb, const char *fmt, ...)
 {
   va_list ap;
-  char *text = NULL;
   va_start(ap, fmt);
-  xvasprintf(&text, fmt, ap);
-  va_end(ap);
   /* Usage errors quote what was typed: keep them one line whatever it held. */
-  gs_scrub_ctl(text, '?');
+  char *text = xvasprintf_line('?', fmt, ap);
+  va_end(ap);
   fprintf(stderr, "gpuslice: %s%s%s\n", verb ? verb : "", verb ? ": " : "", text);
   free(text);
   return CLI_USAGE;
@@ -52,6 +50,12 @@ int cli_no_operands(const char *verb, int argc, char **argv, int next)
   if (next < argc)
     return cli_usage_error(verb, "'%s': unexpected argument (see gpuslice %s --help)", argv[next], verb);
   return -1;
+}
+
+int cli_parse_options(const struct gs_opt_table *t, void *dst, int argc, char **argv)
+{
+  int next, r = cli_parse(t, dst, argc, argv, &next);
+  return r >= 0 ? r : cli_no_operands(t->verb, argc, argv, next);
 }
 
 int cli_wait_status(int wstatus)

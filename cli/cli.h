@@ -37,6 +37,9 @@ int cli_fail(const char *verb, gs_error_t *err);
 int cli_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv, int *next);
 /* For verbs that take no operands: -1 when argv[next] is the end, else the usage error. */
 int cli_no_operands(const char *verb, int argc, char **argv, int next);
+/* cli_parse, then cli_no_operands with t's verb: the whole parse of a verb that takes options
+ * alone. Returns -1 to go on, or the exit status to return now. */
+int cli_parse_options(const struct gs_opt_table *t, void *dst, int argc, char **argv);
 
 /* Each verb's option table (in the verb's file; daemon's in daemon/config.c) and gpuslice's own. */
 extern const struct gs_opt_table cli_main_table, cli_run_table, cli_demo_table, cli_pack_table,

@@ -436,8 +436,6 @@ static int demo(double seconds)
 int cli_demo(int argc, char **argv)
 {
   struct demo_opts o;
-  int next, r = cli_parse(&cli_demo_table, &o, argc, argv, &next);
-  if (r < 0)
-    r = cli_no_operands("demo", argc, argv, next);
+  int r = cli_parse_options(&cli_demo_table, &o, argc, argv);
   return r >= 0 ? r : demo(o.seconds);
 }

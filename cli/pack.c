@@ -72,8 +72,8 @@ const struct gs_opt_table cli_pack_table = {
 
 static int parse_args(int argc, char **argv, struct pack_opts *o)
 {
-  int next, r = cli_parse(&cli_pack_table, o, argc, argv, &next);
-  if (r >= 0 || (r = cli_no_operands("pack", argc, argv, next)) >= 0)
+  int r = cli_parse_options(&cli_pack_table, o, argc, argv);
+  if (r >= 0)
     return r;
   if (!o->nodes || !o->pods || !o->have_policy)
     return cli_usage_error("pack", "--%s is required (see gpuslice pack --help)",

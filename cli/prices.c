@@ -40,12 +40,6 @@ const struct gs_opt_table cli_prices_table = {
   GS_OPT_ENTRIES(prices_entries),
 };
 
-static int parse_args(int argc, char **argv, struct prices_opts *o)
-{
-  int next, r = cli_parse(&cli_prices_table, o, argc, argv, &next);
-  return r >= 0 ? r : cli_no_operands("prices", argc, argv, next);
-}
-
 static const char *rate_text(char *buf, size_t len, double v)
 {
   if (isnan(v))
@@ -140,7 +134,7 @@ static void print_json(const struct gs_price_table *t)
 int cli_prices(int argc, char **argv)
 {
   struct prices_opts o = { 0 };
-  int r = parse_args(argc, argv, &o);
+  int r = cli_parse_options(&cli_prices_table, &o, argc, argv);
   if (r >= 0)
     return r;
   gs_error_t err = NULL;

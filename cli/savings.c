@@ -142,8 +142,8 @@ static int check_args(const struct savings_opts *o)
 
 static int parse_args(int argc, char **argv, struct savings_opts *o)
 {
-  int next, r = cli_parse(&cli_savings_table, o, argc, argv, &next);
-  if (r >= 0 || (r = cli_no_operands("savings", argc, argv, next)) >= 0)
+  int r = cli_parse_options(&cli_savings_table, o, argc, argv);
+  if (r >= 0)
     return r;
   return check_args(o);
 }

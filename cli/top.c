@@ -43,12 +43,6 @@ const struct gs_opt_table cli_top_table = {
   GS_OPT_ENTRIES(top_entries),
 };
 
-static int parse_args(int argc, char **argv, struct top_opts *o)
-{
-  int next, r = cli_parse(&cli_top_table, o, argc, argv, &next);
-  return r >= 0 ? r : cli_no_operands("top", argc, argv, next);
-}
-
 static void print_section(FILE *f, const char *title, struct table *t)
 {
   fprintf(f, "%s\n", title);
@@ -138,7 +132,7 @@ static int top_live(struct daemon_client *c, double interval)
 int cli_top(int argc, char **argv)
 {
   struct top_opts o = { 0 };
-  int r = parse_args(argc, argv, &o);
+  int r = cli_parse_options(&cli_top_table, &o, argc, argv);
   if (r >= 0)
     return r;
   gs_error_t err = NULL;

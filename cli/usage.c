@@ -105,8 +105,8 @@ const struct gs_opt_table cli_usage_table = {
 
 static int parse_args(int argc, char **argv, struct usage_opts *o)
 {
-  int next, r = cli_parse(&cli_usage_table, o, argc, argv, &next);
-  if (r >= 0 || (r = cli_no_operands("usage", argc, argv, next)) >= 0)
+  int r = cli_parse_options(&cli_usage_table, o, argc, argv);
+  if (r >= 0)
     return r;
   if (o->json && o->csv)
     return cli_usage_error("usage", "--json and --csv: choose one");

@@ -29,12 +29,10 @@ struct conn_state {
 int api_error(struct api_reply *r, unsigned status, const char *fmt, ...)
 {
   va_list ap;
-  char *msg = NULL;
   va_start(ap, fmt);
-  xvasprintf(&msg, fmt, ap);
-  va_end(ap);
   /* The error is one JSON line that clients print as is: no control character, DEL included. */
-  gs_scrub_ctl(msg, ' ');
+  char *msg = xvasprintf_line(' ', fmt, ap);
+  va_end(ap);
   r->status = status;
   r->json = json_pack("{s:s}", "error", msg);
   free(msg);

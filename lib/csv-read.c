@@ -23,12 +23,11 @@ void gs__csv_init(struct gs__csv *c, const char *text, size_t len, const char *n
 
 int gs__csv_error(const struct gs__csv *c, gs_error_t *err, const char *fmt, ...)
 {
-  char why[256];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(why, sizeof(why), fmt, ap);
+  gs_make_errorv(err, 0, fmt, ap);
   va_end(ap);
-  return gs_make_error(err, 0, "%s: line %d: %s", c->name, c->line, why);
+  return gs_error_prepend(err, "%s: line %d", c->name, c->line);
 }
 
 /* Copies one physical line (without its end of line) into buf. */
@@ -155,5 +154,16 @@ int gs__read_text_file(const char *path, char **out, size_t *len, gs_error_t *er
     return gs_make_error(err, errno, "open '%s'", path);
   int r = read_all(f, path, out, len, err);
   fclose(f);
+  return r;
+}
+
+int gs__parse_text_file(const char *path, gs__text_parse_fn *parse, void *out, gs_error_t *err)
+{
+  char *text;
+  size_t len;
+  if (gs__read_text_file(path, &text, &len, err) < 0)
+    return -1;
+  int r = parse(text, len, path, out, err);
+  free(text);
   return r;
 }

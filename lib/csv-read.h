@@ -45,6 +45,11 @@ int gs__csv_string(const struct gs__csv *c, int i, const char *what, char *out, 
 /* Reads a whole file (at most GS__CSV_MAX_FILE bytes) into a malloc'ed, NUL-terminated
  * buffer. */
 int gs__read_text_file(const char *path, char **out, size_t *len, gs_error_t *err);
+/* A table's parse from text, named for its messages; out is the table's own out pointer. */
+typedef int gs__text_parse_fn(const char *text, size_t len, const char *name, void *out, gs_error_t *err);
+/* The load of every table read from a CSV file: reads path, hands its text to parse under the
+ * path's name, and frees the text. */
+int gs__parse_text_file(const char *path, gs__text_parse_fn *parse, void *out, gs_error_t *err);
 
 /* The built-in tables, embedded at build time from data/ (see embed-data.cmake). */
 extern const char gs__builtin_mig_csv[];

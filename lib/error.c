@@ -39,17 +39,13 @@ static int store(gs_error_t *err, int status, char *msg)
   return -1;
 }
 
-int gs_make_error(gs_error_t *err, int status, const char *fmt, ...)
+int gs_make_errorv(gs_error_t *err, int status, const char *fmt, va_list ap)
 {
   char *text = NULL, *msg = NULL;
-  va_list ap;
 
   if (!err)
     return -1;
-  va_start(ap, fmt);
-  int n = vasprintf(&text, fmt, ap);
-  va_end(ap);
-  if (n < 0)
+  if (vasprintf(&text, fmt, ap) < 0)
     return store(err, status, NULL);
   if (status == 0)
     return store(err, status, text);
@@ -57,6 +53,15 @@ int gs_make_error(gs_error_t *err, int status, const char *fmt, ...)
     msg = NULL;
   free(text);
   return store(err, status, msg);
+}
+
+int gs_make_error(gs_error_t *err, int status, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  gs_make_errorv(err, status, fmt, ap);
+  va_end(ap);
+  return -1;
 }
 
 int gs_error_prepend(gs_error_t *err, const char *fmt, ...)

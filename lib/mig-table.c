@@ -237,15 +237,14 @@ int gs_mig_table_default(struct gs_mig_table **out, gs_error_t *err)
                             "built-in (data/mig/mig_gi_profiles.csv)", out, err);
 }
 
+static int parse_into(const char *text, size_t len, const char *name, void *out, gs_error_t *err)
+{
+  return gs_mig_table_parse(text, len, name, out, err);
+}
+
 int gs_mig_table_load(const char *csv_path, struct gs_mig_table **out, gs_error_t *err)
 {
-  char *text;
-  size_t len;
-  if (gs__read_text_file(csv_path, &text, &len, err) < 0)
-    return -1;
-  int r = gs_mig_table_parse(text, len, csv_path, out, err);
-  free(text);
-  return r;
+  return gs__parse_text_file(csv_path, parse_into, out, err);
 }
 
 void gs_mig_table_free(struct gs_mig_table *t)

@@ -45,6 +45,12 @@ struct place_shape {
 
 #define PLACE_MAX_SHAPES 4096
 
+/* Room for one more cache column: grows *shapes (n of them, each elem bytes) at powers of two
+ * and gives the new column's entries, one per node of c. NULL when there are PLACE_MAX_SHAPES
+ * already or no memory; *shapes is the array to keep either way. */
+struct place_cache_entry *gs__place_shape_room(const struct gs_place_cluster *c, void **shapes, size_t n,
+                                               size_t elem);
+
 struct gs_place_cluster {
   size_t n;
   struct place_node *nodes;

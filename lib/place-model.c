@@ -141,6 +141,21 @@ uint32_t gs_place_model_mask(const gs_place_cluster_t *c, const char *spec)
 
 /* A sharing request takes part of one GPU; every other GPU request takes whole GPUs'
  * worth of gpu_milli on num_gpu distinct GPUs. */
+struct place_cache_entry *gs__place_shape_room(const struct gs_place_cluster *c, void **shapes, size_t n,
+                                               size_t elem)
+{
+  if (n == PLACE_MAX_SHAPES)
+    return NULL;
+  if ((n & (n - 1)) == 0) { /* grow at powers of two */
+    size_t cap = n ? n * 2 : 16;
+    void *p = realloc(*shapes, cap * elem);
+    if (!p)
+      return NULL;
+    *shapes = p;
+  }
+  return calloc(c->n, sizeof(struct place_cache_entry));
+}
+
 bool gs__place_is_sharing(const struct gs_place_request *r)
 {
   return r->num_gpu == 1 && r->gpu_milli < GS_PLACE_MILLI;

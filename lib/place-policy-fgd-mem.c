@@ -144,16 +144,9 @@ static struct mem_shape *shape_for(gs_place_cluster_t *c, struct place_fgd_mem *
         s->gpu_milli == r->gpu_milli)
       return s;
   }
-  if (m->n_shapes == PLACE_MAX_SHAPES)
-    return NULL;
-  if ((m->n_shapes & (m->n_shapes - 1)) == 0) { /* grow at powers of two */
-    size_t cap = m->n_shapes ? m->n_shapes * 2 : 16;
-    void *p = realloc(m->shapes, cap * sizeof(*m->shapes));
-    if (!p)
-      return NULL;
-    m->shapes = p;
-  }
-  struct place_cache_entry *e = calloc(c->n, sizeof(*e));
+  void *shapes = m->shapes;
+  struct place_cache_entry *e = gs__place_shape_room(c, &shapes, m->n_shapes, sizeof(*m->shapes));
+  m->shapes = shapes;
   if (!e)
     return NULL;
   struct mem_shape *s = &m->shapes[m->n_shapes++];

@@ -145,16 +145,9 @@ static struct place_shape *shape_for(gs_place_cluster_t *c, const struct gs_plac
     if (s->cpu_milli == r->cpu_milli && s->num_gpu == r->num_gpu && s->gpu_milli == r->gpu_milli)
       return s;
   }
-  if (c->n_shapes == PLACE_MAX_SHAPES)
-    return NULL;
-  if ((c->n_shapes & (c->n_shapes - 1)) == 0) { /* grow at powers of two */
-    size_t cap = c->n_shapes ? c->n_shapes * 2 : 16;
-    void *p = realloc(c->shapes, cap * sizeof(*c->shapes));
-    if (!p)
-      return NULL;
-    c->shapes = p;
-  }
-  struct place_cache_entry *e = calloc(c->n, sizeof(*e));
+  void *shapes = c->shapes;
+  struct place_cache_entry *e = gs__place_shape_room(c, &shapes, c->n_shapes, sizeof(*c->shapes));
+  c->shapes = shapes;
   if (!e)
     return NULL;
   struct place_shape *s = &c->shapes[c->n_shapes++];

@@ -2,6 +2,8 @@
  * Only the CLI and the daemon call the x* functions; see gs-xalloc.h. */
 #include <gpuslice/xalloc.h>
 
+#include <gpuslice/error.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -54,6 +56,13 @@ int xvasprintf(char **out, const char *fmt, va_list ap)
   if (n < 0)
     oom();
   return n;
+}
+
+char *xvasprintf_line(char repl, const char *fmt, va_list ap)
+{
+  char *text = NULL;
+  xvasprintf(&text, fmt, ap);
+  return gs_scrub_ctl(text, repl);
 }
 
 int xasprintf(char **out, const char *fmt, ...)

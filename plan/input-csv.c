@@ -25,18 +25,18 @@ struct csv_line {
   size_t no;
   char *field[CSV_MAX_FIELDS];
   int n;
+  struct gs_plan_data *d; /* where the lines go */
 };
 
 static int line_error(const struct csv_line *l, gs_error_t *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int line_error(const struct csv_line *l, gs_error_t *err, const char *fmt, ...)
 {
-  char why[256];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(why, sizeof(why), fmt, ap);
+  gs_make_errorv(err, 0, fmt, ap);
   va_end(ap);
-  return gs_make_error(err, 0, "%s:%zu: %s", l->path, l->no, why);
+  return gs_error_prepend(err, "%s:%zu", l->path, l->no);
 }
 
 /* ISO 8601 UTC with an optional fraction of a second and an optional 'Z'. */
@@ -103,22 +103,17 @@ static int parse_line(char *line, struct csv_line *l, struct gs_plan_data *d, gs
   return add_labels(l, w, err);
 }
 
-struct csv_ctx {
-  struct csv_line l;
-  struct gs_plan_data *d;
-};
-
 static int csv_line(void *ctx, char *line, size_t no, gs_error_t *err)
 {
-  struct csv_ctx *c = ctx;
-  c->l.no = no;
+  struct csv_line *l = ctx;
+  l->no = no;
   if (!line[0] || line[0] == '#' || (no == 1 && strncmp(line, "timestamp,", 10) == 0))
     return 0;
-  return parse_line(line, &c->l, c->d, err);
+  return parse_line(line, l, l->d, err);
 }
 
 int gs__plan_read_csv(FILE *f, const char *path, struct gs_plan_data *d, gs_error_t *err)
 {
-  struct csv_ctx c = { .l = { .path = path }, .d = d };
-  return gs__plan_each_line(f, path, csv_line, &c, err);
+  struct csv_line l = { .path = path, .d = d };
+  return gs__plan_each_line(f, path, csv_line, &l, err);
 }

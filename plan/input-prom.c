@@ -34,6 +34,7 @@ struct prom_state {
   char *help[PROM_MAX_HELP];
   int nhelp;
   bool saw_help;
+  struct gs_plan_data *d; /* where the samples go */
 };
 
 /* Unescapes a quoted label value in place; p points after the opening quote. Returns the
@@ -236,23 +237,18 @@ static int prom_line(struct prom_state *st, char *line, struct gs_plan_data *d, 
   return add_sample(st, &s, mem, d, err);
 }
 
-struct prom_ctx {
-  struct prom_state st;
-  struct gs_plan_data *d;
-};
-
 static int prom_each(void *ctx, char *line, size_t no, gs_error_t *err)
 {
-  struct prom_ctx *c = ctx;
-  c->st.no = no;
-  return prom_line(&c->st, line, c->d, err);
+  struct prom_state *st = ctx;
+  st->no = no;
+  return prom_line(st, line, st->d, err);
 }
 
 int gs__plan_read_prom(FILE *f, const char *path, struct gs_plan_data *d, gs_error_t *err)
 {
-  struct prom_ctx c = { .st = { .path = path }, .d = d };
-  int r = gs__plan_each_line(f, path, prom_each, &c, err);
-  for (int i = 0; i < c.st.nhelp; i++)
-    free(c.st.help[i]);
+  struct prom_state st = { .path = path, .d = d };
+  int r = gs__plan_each_line(f, path, prom_each, &st, err);
+  for (int i = 0; i < st.nhelp; i++)
+    free(st.help[i]);
   return r;
 }

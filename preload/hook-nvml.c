@@ -84,9 +84,7 @@ static void slice(nvmlDevice_t dev, unsigned long long *total, unsigned long lon
 
 GS_HOOK nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
-  gs__nvml_resolve();
-  if (!gs__nvml.nvmlDeviceGetMemoryInfo)
-    return NVML_ERROR_FUNCTION_NOT_FOUND;
+  GS_NVML_REAL_OR_FAIL(nvmlDeviceGetMemoryInfo);
   nvmlReturn_t rc = gs__nvml.nvmlDeviceGetMemoryInfo(device, memory);
   if (rc == NVML_SUCCESS && memory)
     slice(device, &memory->total, &memory->free, &memory->used, NULL);
@@ -95,9 +93,7 @@ GS_HOOK nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *
 
 GS_HOOK nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
-  gs__nvml_resolve();
-  if (!gs__nvml.nvmlDeviceGetMemoryInfo_v2)
-    return NVML_ERROR_FUNCTION_NOT_FOUND;
+  GS_NVML_REAL_OR_FAIL(nvmlDeviceGetMemoryInfo_v2);
   nvmlReturn_t rc = gs__nvml.nvmlDeviceGetMemoryInfo_v2(device, memory);
   if (rc == NVML_SUCCESS && memory)
     slice(device, &memory->total, &memory->free, &memory->used, &memory->reserved);

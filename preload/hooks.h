@@ -11,13 +11,16 @@
 /* Marks a function the interposer exports. hooks.def must list it too. */
 #define GS_HOOK __attribute__((visibility("default")))
 
-/* The driver lacks the function: the answer the real driver gives for an unknown entry. */
-#define GS_REAL_OR_FAIL(fn)          \
-  do {                               \
-    gs__cuda_resolve();              \
-    if (!gs__cuda.fn)                \
-      return CUDA_ERROR_NOT_FOUND;   \
+/* The library (api: cuda or nvml) lacks the function: return the answer the real library
+ * gives for an unknown entry. */
+#define GS_REAL_OR(api, fn, missing)   \
+  do {                                 \
+    gs__##api##_resolve();             \
+    if (!gs__##api.fn)                 \
+      return missing;                  \
   } while (0)
+#define GS_REAL_OR_FAIL(fn) GS_REAL_OR(cuda, fn, CUDA_ERROR_NOT_FOUND)
+#define GS_NVML_REAL_OR_FAIL(fn) GS_REAL_OR(nvml, fn, NVML_ERROR_FUNCTION_NOT_FOUND)
 
 /* Completes "charge, then allocate": on a driver failure the charge goes back; on success the
  * allocation is remembered so that its free can give the charge back. If even that fails (no

@@ -81,32 +81,22 @@ static CUresult array_new(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels, enu
   return CUDA_SUCCESS;
 }
 
-static void array_free(struct CUarray_st *a)
+static void array_free(void *p)
 {
+  struct CUarray_st *a = p;
   gsc_uncharge(a->ctx->dev, a->bytes);
-  gsc_obj_del(&a->obj);
-  free(a);
+  gsc_obj_free(&a->obj);
 }
 
 void gsc_array_ctx_gone(struct CUctx_st *c)
 {
-  GSC_FOREACH(o, GSC_ARRAY)
-    if (!c || ((struct CUarray_st *) o)->ctx == c)
-      array_free((struct CUarray_st *) o);
-  GSC_FOREACH(o, GSC_MIPMAP)
-    if (!c || ((struct CUarray_st *) o)->ctx == c)
-      array_free((struct CUarray_st *) o);
+  gsc_obj_free_owned(GSC_ARRAY, offsetof(struct CUarray_st, ctx), c, array_free);
+  gsc_obj_free_owned(GSC_MIPMAP, offsetof(struct CUarray_st, ctx), c, array_free);
 }
 
 static CUresult array_destroy(const void *h, enum gsc_kind kind)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
-  struct CUarray_st *a = gsc_obj_find(h, kind);
-  if (!a)
-    return CUDA_ERROR_INVALID_HANDLE;
-  array_free(a);
-  return CUDA_SUCCESS;
+  return gsc_obj_destroy(h, kind, array_free, CUDA_ERROR_INVALID_HANDLE);
 }
 
 GSC_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)

@@ -107,10 +107,7 @@ CUresult gsc_ctx_current(struct CUctx_st **out)
 
 GSC_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-  GSC_TRY(gsc_dev_check(dev));
-  if (!pctx)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_DEV_OUT(dev, pctx);
   struct CUctx_st *c = gsc.primary[dev];
   if (!c && !(c = gsc.primary[dev] = ctx_new(dev, 0, true)))
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -234,8 +231,7 @@ GSC_API CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 
 GSC_API CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct CUctx_st *c = gsc_obj_find(ctx, GSC_CTX);
   if (!c || !c->active || c->primary)
     return CUDA_ERROR_INVALID_CONTEXT;
@@ -283,8 +279,7 @@ GSC_API CUresult cuCtxGetCurrent(CUcontext *pctx)
 
 GSC_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   GSC_TRY(gsc_ctx_check(ctx));
   return ctx_push(ctx);
 }
@@ -321,13 +316,20 @@ static CUresult ctx_or_current(CUcontext ctx, struct CUctx_st **out)
   return CUDA_SUCCESS;
 }
 
+/* The checks of a query about a context (NULL for the current one) that answers through
+ * answer: the driver is initialized, answer is given, the context is live. */
+static CUresult ctx_query(CUcontext ctx, const void *answer, struct CUctx_st **out)
+{
+  GSC_CHECK_INIT();
+  if (!answer)
+    return CUDA_ERROR_INVALID_VALUE;
+  return ctx_or_current(ctx, out);
+}
+
 GSC_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
   struct CUctx_st *c;
-  GSC_CHECK_INIT();
-  if (!device)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_TRY(ctx_or_current(ctx, &c));
+  GSC_TRY(ctx_query(ctx, device, &c));
   *device = c->dev;
   return CUDA_SUCCESS;
 }
@@ -357,10 +359,7 @@ GSC_API CUresult cuCtxSynchronize(void)
 GSC_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
   struct CUctx_st *c;
-  GSC_CHECK_INIT();
-  if (!version)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_TRY(ctx_or_current(ctx, &c));
+  GSC_TRY(ctx_query(ctx, version, &c));
   *version = GS_CUDA_VERSION;
   return CUDA_SUCCESS;
 }
@@ -368,10 +367,7 @@ GSC_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 GSC_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
   struct CUctx_st *c;
-  GSC_CHECK_INIT();
-  if (!ctxId)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_TRY(ctx_or_current(ctx, &c));
+  GSC_TRY(ctx_query(ctx, ctxId, &c));
   *ctxId = c->id;
   return CUDA_SUCCESS;
 }

@@ -29,28 +29,20 @@ GSC_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
   return CUDA_SUCCESS;
 }
 
-static void event_free(struct CUevent_st *e)
+static void event_free(void *p)
 {
-  gsc_obj_del(&e->obj);
-  free(e);
+  struct CUevent_st *e = p;
+  gsc_obj_free(&e->obj);
 }
 
 void gsc_event_ctx_gone(struct CUctx_st *c)
 {
-  GSC_FOREACH(o, GSC_EVENT)
-    if (!c || ((struct CUevent_st *) o)->ctx == c)
-      event_free((struct CUevent_st *) o);
+  gsc_obj_free_owned(GSC_EVENT, offsetof(struct CUevent_st, ctx), c, event_free);
 }
 
 GSC_API CUresult cuEventDestroy_v2(CUevent hEvent)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
-  struct CUevent_st *e = gsc_obj_find(hEvent, GSC_EVENT);
-  if (!e)
-    return CUDA_ERROR_INVALID_HANDLE;
-  event_free(e);
-  return CUDA_SUCCESS;
+  return gsc_obj_destroy(hEvent, GSC_EVENT, event_free, CUDA_ERROR_INVALID_HANDLE);
 }
 
 GSC_API CUresult cuEventDestroy(CUevent hEvent)
@@ -101,8 +93,7 @@ GSC_API CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, u
 /* An event never recorded counts as complete, as in the real driver. */
 GSC_API CUresult cuEventQuery(CUevent hEvent)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct CUevent_st *e = gsc_obj_find(hEvent, GSC_EVENT);
   if (!e)
     return CUDA_ERROR_INVALID_HANDLE;
@@ -125,10 +116,7 @@ GSC_API CUresult cuEventSynchronize(CUevent hEvent)
 
 GSC_API CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 {
-  GSC_CHECK_INIT();
-  if (!pMilliseconds)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(pMilliseconds);
   struct CUevent_st *a = gsc_obj_find(hStart, GSC_EVENT), *b = gsc_obj_find(hEnd, GSC_EVENT);
   if (!a || !b || !a->recorded || !b->recorded)
     return CUDA_ERROR_INVALID_HANDLE;

@@ -48,8 +48,9 @@ static struct CUgraph_st *graph_new(void)
   return g;
 }
 
-static void graph_free(struct CUgraph_st *g)
+static void graph_free(void *p)
 {
+  struct CUgraph_st *g = p;
   GSC_FOREACH(o, GSC_STREAM) {
     struct CUstream_st *s = (struct CUstream_st *) o;
     if (s->capture == g)
@@ -58,15 +59,14 @@ static void graph_free(struct CUgraph_st *g)
   for (size_t i = 0; i < g->n; i++)
     free(g->nodes[i]);
   free(g->nodes);
-  gsc_obj_del(&g->obj);
-  free(g);
+  gsc_obj_free(&g->obj);
 }
 
-static void exec_free(struct CUgraphExec_st *x)
+static void exec_free(void *p)
 {
+  struct CUgraphExec_st *x = p;
   free(x->nodes);
-  gsc_obj_del(&x->obj);
-  free(x);
+  gsc_obj_free(&x->obj);
 }
 
 void gsc_graph_free_all(void)
@@ -109,21 +109,12 @@ GSC_API CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 
 GSC_API CUresult cuGraphDestroy(CUgraph hGraph)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
-  struct CUgraph_st *g = gsc_obj_find(hGraph, GSC_GRAPH);
-  if (!g)
-    return CUDA_ERROR_INVALID_VALUE;
-  graph_free(g);
-  return CUDA_SUCCESS;
+  return gsc_obj_destroy(hGraph, GSC_GRAPH, graph_free, CUDA_ERROR_INVALID_VALUE);
 }
 
 GSC_API CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
 {
-  GSC_CHECK_INIT();
-  if (!numNodes)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(numNodes);
   struct CUgraph_st *g = gsc_obj_find(hGraph, GSC_GRAPH);
   if (!g)
     return CUDA_ERROR_INVALID_VALUE;
@@ -142,10 +133,7 @@ GSC_API CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *num
 
 static CUresult instantiate(CUgraphExec *phGraphExec, CUgraph hGraph)
 {
-  GSC_CHECK_INIT();
-  if (!phGraphExec)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(phGraphExec);
   struct CUgraph_st *g = gsc_obj_find(hGraph, GSC_GRAPH);
   if (!g)
     return CUDA_ERROR_INVALID_VALUE;
@@ -194,13 +182,7 @@ GSC_API CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CU
 
 GSC_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
-  struct CUgraphExec_st *x = gsc_obj_find(hGraphExec, GSC_GRAPH_EXEC);
-  if (!x)
-    return CUDA_ERROR_INVALID_VALUE;
-  exec_free(x);
-  return CUDA_SUCCESS;
+  return gsc_obj_destroy(hGraphExec, GSC_GRAPH_EXEC, exec_free, CUDA_ERROR_INVALID_VALUE);
 }
 
 /* Takes a copy of the nodes so the replay runs without the lock (launches may block). */
@@ -290,10 +272,7 @@ GSC_API CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
 static CUresult end_capture(CUstream h, CUgraph *phGraph, bool per_thread)
 {
   struct CUstream_st *s;
-  GSC_CHECK_INIT();
-  if (!phGraph)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(phGraph);
   GSC_TRY(gsc_stream_get(h, per_thread, &s));
   if (!s->capture)
     return CUDA_ERROR_ILLEGAL_STATE;

@@ -49,8 +49,7 @@ static struct gsc_alloc *host_find(const void *p)
 
 GSC_API CUresult cuMemFreeHost(void *p)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct gsc_alloc *a = host_find(p);
   if (!a || a->base != (uintptr_t) p)
     return CUDA_ERROR_INVALID_VALUE;
@@ -60,10 +59,7 @@ GSC_API CUresult cuMemFreeHost(void *p)
 
 GSC_API CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
 {
-  GSC_CHECK_INIT();
-  if (!pFlags)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(pFlags);
   struct gsc_alloc *a = host_find(p);
   if (!a)
     return CUDA_ERROR_INVALID_VALUE;

@@ -63,6 +63,29 @@ void *gsc_obj_find(const void *p, enum gsc_kind kind)
   return NULL;
 }
 
+void gsc_obj_free(struct gsc_obj *o)
+{
+  gsc_obj_del(o);
+  free(o);
+}
+
+CUresult gsc_obj_destroy(const void *handle, enum gsc_kind kind, void (*free_fn)(void *), CUresult bad)
+{
+  GSC_ENTER();
+  void *obj = gsc_obj_find(handle, kind);
+  if (!obj)
+    return bad;
+  free_fn(obj);
+  return CUDA_SUCCESS;
+}
+
+void gsc_obj_free_owned(enum gsc_kind kind, size_t ctx_off, const struct CUctx_st *c, void (*free_fn)(void *))
+{
+  GSC_FOREACH(o, kind)
+    if (!c || *(struct CUctx_st **) ((char *) o + ctx_off) == c)
+      free_fn(o);
+}
+
 /* ---- fork ---- */
 
 static void atfork_prepare(void)

@@ -66,6 +66,16 @@ void gsc_obj_add(struct gsc_obj *o, enum gsc_kind kind);
 void gsc_obj_del(struct gsc_obj *o);
 /* p itself when p is a live object of that kind, else NULL. Never dereferences p first. */
 void *gsc_obj_find(const void *p, enum gsc_kind kind);
+/* Unregisters and frees an object that owns nothing else (o is the start of its struct). */
+void gsc_obj_free(struct gsc_obj *o);
+struct CUctx_st;
+/* The body of the destroy and unload entry points: under the lock, the handle, when it is a
+ * live object of its kind, goes to free_fn; else the answer is bad (INVALID_HANDLE, or
+ * INVALID_VALUE where the real driver says that). */
+CUresult gsc_obj_destroy(const void *handle, enum gsc_kind kind, void (*free_fn)(void *), CUresult bad);
+/* Hands every object of a kind that context c owns (every one, when c is NULL) to free_fn;
+ * ctx_off is the offset of its struct's context pointer. */
+void gsc_obj_free_owned(enum gsc_kind kind, size_t ctx_off, const struct CUctx_st *c, void (*free_fn)(void *));
 
 #define GSC_FOREACH(var, kind)                                                      \
   for (struct gsc_obj *var = gsc_registry[kind].next, *var##_next = var->next;    \
@@ -99,12 +109,25 @@ void gsc_unlockp(int *unused);
       return CUDA_ERROR_NOT_INITIALIZED;        \
   } while (0)
 
-#define GSC_TRY(expr)                           \
-  do {                                          \
-    CUresult r_ = (expr);                       \
-    if (r_ != CUDA_SUCCESS)                     \
-      return r_;                                \
-  } while (0)
+/* The prologue of an entry point: the driver is initialized, and gsc_lock is held to the end
+ * of the function. */
+#define GSC_ENTER()                             \
+  GSC_CHECK_INIT();                             \
+  GSC_LOCKED
+/* The prologue of an entry point that answers through out: the driver is initialized, out is
+ * given, and gsc_lock is held to the end of the function (so this cannot be a do/while). */
+#define GSC_ENTER_OUT(out)                      \
+  GSC_CHECK_INIT();                             \
+  if (!(out))                                   \
+    return CUDA_ERROR_INVALID_VALUE;            \
+  GSC_LOCKED
+/* The same for a device query: dev is a device, out is given, the lock is held. */
+#define GSC_ENTER_DEV_OUT(dev, out)             \
+  GSC_TRY(gsc_dev_check(dev));                  \
+  if (!(out))                                   \
+    return CUDA_ERROR_INVALID_VALUE;            \
+  GSC_LOCKED
+#define GSC_TRY(expr) GPUSIM_TRY(CUresult, CUDA_SUCCESS, expr)
 
 static inline uint64_t gsc_max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 

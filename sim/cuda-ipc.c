@@ -54,10 +54,7 @@ static struct ipc_open *g_opened;
 
 GSC_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
-  GSC_CHECK_INIT();
-  if (!pHandle)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(pHandle);
   /* Only cuMemAlloc'd memory can be exported this way; pools and VMM have their own paths. */
   struct gsc_alloc *a = gsc_alloc_find((uintptr_t) dptr, 0);
   if (!a || a->kind != GSC_MEM_DEVICE)
@@ -153,8 +150,7 @@ static struct ipc_open *record_of(const struct gsc_alloc *a)
 
 GSC_API CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct gsc_alloc *a = gsc_alloc_find((uintptr_t) dptr, 0);
   struct ipc_open *o = a && a->base == dptr && a->kind == GSC_MEM_IPC ? record_of(a) : NULL;
   if (!o)

@@ -196,8 +196,7 @@ GSC_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wi
 
 GSC_API CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct gsc_alloc *a = gsc_alloc_find((uintptr_t) dptr, 0);
   if (!a || a->base != dptr || a->kind == GSC_MEM_HOST || a->kind == GSC_MEM_VMM || a->kind == GSC_MEM_IPC)
     return CUDA_ERROR_INVALID_VALUE;
@@ -223,8 +222,7 @@ GSC_API CUresult cuMemGetInfo_v2(size_t *free_, size_t *total)
 
 GSC_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct gsc_alloc *a = gsc_alloc_find((uintptr_t) dptr, 0);
   if (!a || !is_device_kind(a))
     return CUDA_ERROR_NOT_FOUND;
@@ -307,10 +305,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, const struct 
 
 GSC_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
-  GSC_CHECK_INIT();
-  if (!data)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(data);
   struct gsc_alloc *a = gsc_alloc_find((uintptr_t) ptr, 0);
   if (!a)
     return CUDA_ERROR_INVALID_VALUE;

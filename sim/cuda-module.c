@@ -33,10 +33,10 @@ static CUresult name_check(const char *name)
   return CUDA_SUCCESS;
 }
 
-static void func_free(struct CUfunc_st *f)
+static void func_free(void *p)
 {
-  gsc_obj_del(&f->obj);
-  free(f);
+  struct CUfunc_st *f = p;
+  gsc_obj_free(&f->obj);
 }
 
 static struct CUfunc_st *func_new(struct CUctx_st *c, struct CUmod_st *m, struct CUkern_st *k, const char *name)
@@ -96,43 +96,30 @@ GSC_API CUresult cuModuleLoad(CUmodule *module, const char *fname)
   return module_new(module);
 }
 
-static void module_free(struct CUmod_st *m)
+static void module_free(void *p)
 {
+  struct CUmod_st *m = p;
   GSC_FOREACH(o, GSC_FUNC)
     if (((struct CUfunc_st *) o)->mod == m)
       func_free((struct CUfunc_st *) o);
-  gsc_obj_del(&m->obj);
-  free(m);
+  gsc_obj_free(&m->obj);
 }
 
 void gsc_module_ctx_gone(struct CUctx_st *c)
 {
-  GSC_FOREACH(o, GSC_MODULE)
-    if (!c || ((struct CUmod_st *) o)->ctx == c)
-      module_free((struct CUmod_st *) o);
-  GSC_FOREACH(o, GSC_FUNC)
-    if (!c || ((struct CUfunc_st *) o)->ctx == c)
-      func_free((struct CUfunc_st *) o);
+  gsc_obj_free_owned(GSC_MODULE, offsetof(struct CUmod_st, ctx), c, module_free);
+  gsc_obj_free_owned(GSC_FUNC, offsetof(struct CUfunc_st, ctx), c, func_free);
 }
 
 GSC_API CUresult cuModuleUnload(CUmodule hmod)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
-  struct CUmod_st *m = gsc_obj_find(hmod, GSC_MODULE);
-  if (!m)
-    return CUDA_ERROR_INVALID_HANDLE;
-  module_free(m);
-  return CUDA_SUCCESS;
+  return gsc_obj_destroy(hmod, GSC_MODULE, module_free, CUDA_ERROR_INVALID_HANDLE);
 }
 
 GSC_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
-  GSC_CHECK_INIT();
-  if (!hfunc)
-    return CUDA_ERROR_INVALID_VALUE;
+  GSC_ENTER_OUT(hfunc);
   GSC_TRY(name_check(name));
-  GSC_LOCKED;
   struct CUmod_st *m = gsc_obj_find(hmod, GSC_MODULE);
   if (!m)
     return CUDA_ERROR_INVALID_HANDLE;
@@ -185,17 +172,16 @@ static void kernel_free(struct CUkern_st *k)
   GSC_FOREACH(o, GSC_FUNC)
     if (((struct CUfunc_st *) o)->kern == k)
       func_free((struct CUfunc_st *) o);
-  gsc_obj_del(&k->obj);
-  free(k);
+  gsc_obj_free(&k->obj);
 }
 
-static void library_free(struct CUlib_st *l)
+static void library_free(void *p)
 {
+  struct CUlib_st *l = p;
   GSC_FOREACH(o, GSC_KERNEL)
     if (((struct CUkern_st *) o)->lib == l)
       kernel_free((struct CUkern_st *) o);
-  gsc_obj_del(&l->obj);
-  free(l);
+  gsc_obj_free(&l->obj);
 }
 
 void gsc_library_free_all(void)
@@ -206,22 +192,13 @@ void gsc_library_free_all(void)
 
 GSC_API CUresult cuLibraryUnload(CUlibrary library)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
-  struct CUlib_st *l = gsc_obj_find(library, GSC_LIBRARY);
-  if (!l)
-    return CUDA_ERROR_INVALID_HANDLE;
-  library_free(l);
-  return CUDA_SUCCESS;
+  return gsc_obj_destroy(library, GSC_LIBRARY, library_free, CUDA_ERROR_INVALID_HANDLE);
 }
 
 GSC_API CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
 {
-  GSC_CHECK_INIT();
-  if (!pKernel)
-    return CUDA_ERROR_INVALID_VALUE;
+  GSC_ENTER_OUT(pKernel);
   GSC_TRY(name_check(name));
-  GSC_LOCKED;
   struct CUlib_st *l = gsc_obj_find(library, GSC_LIBRARY);
   if (!l)
     return CUDA_ERROR_INVALID_HANDLE;
@@ -260,10 +237,7 @@ static CUresult kernel_function(struct CUkern_st *k, struct CUfunc_st **out)
 
 GSC_API CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 {
-  GSC_CHECK_INIT();
-  if (!pFunc)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(pFunc);
   struct CUkern_st *k = gsc_obj_find(kernel, GSC_KERNEL);
   if (!k)
     return CUDA_ERROR_INVALID_HANDLE;
@@ -275,8 +249,7 @@ GSC_API CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 
 CUresult gsc_func_get(CUfunction f, struct CUfunc_st **out)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   if ((*out = gsc_obj_find(f, GSC_FUNC)))
     return CUDA_SUCCESS;
   struct CUkern_st *k = gsc_obj_find(f, GSC_KERNEL);

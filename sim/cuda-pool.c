@@ -72,8 +72,7 @@ void gsc_pool_destroy(struct CUmemPoolHandle_st *p)
       gsc_alloc_free(a);
   }
   gsc_pool_trim(p, 0);
-  gsc_obj_del(&p->obj);
-  free(p);
+  gsc_obj_free(&p->obj);
 }
 
 /* ---- allocation ---- */
@@ -154,8 +153,7 @@ GSC_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
 static CUresult free_async(CUdeviceptr dptr, CUstream h, bool per_thread)
 {
   struct CUstream_st *s;
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   GSC_TRY(gsc_stream_get(h, per_thread, &s));
   if (s->capture)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -198,8 +196,7 @@ GSC_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolP
 
 GSC_API CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct CUmemPoolHandle_st *p = gsc_obj_find(pool, GSC_POOL);
   if (!p || p->is_default)
     return CUDA_ERROR_INVALID_VALUE;
@@ -211,20 +208,14 @@ GSC_API CUresult cuMemPoolDestroy(CUmemoryPool pool)
 
 GSC_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
-  GSC_TRY(gsc_dev_check(dev));
-  if (!pool_out)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_DEV_OUT(dev, pool_out);
   *pool_out = gsc.default_pool[dev];
   return CUDA_SUCCESS;
 }
 
 GSC_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-  GSC_TRY(gsc_dev_check(dev));
-  if (!pool)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_DEV_OUT(dev, pool);
   *pool = gsc.current_pool[dev];
   return CUDA_SUCCESS;
 }
@@ -244,8 +235,7 @@ GSC_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 
 GSC_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct CUmemPoolHandle_st *p = gsc_obj_find(pool, GSC_POOL);
   if (!p)
     return CUDA_ERROR_INVALID_VALUE;
@@ -305,20 +295,14 @@ static CUresult pool_get(const struct CUmemPoolHandle_st *p, CUmemPool_attribute
 
 GSC_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
-  GSC_CHECK_INIT();
-  if (!value)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(value);
   struct CUmemPoolHandle_st *p = gsc_obj_find(pool, GSC_POOL);
   return p ? pool_set(p, attr, value) : CUDA_ERROR_INVALID_VALUE;
 }
 
 GSC_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
-  GSC_CHECK_INIT();
-  if (!value)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(value);
   struct CUmemPoolHandle_st *p = gsc_obj_find(pool, GSC_POOL);
   return p ? pool_get(p, attr, value) : CUDA_ERROR_INVALID_VALUE;
 }

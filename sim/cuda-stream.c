@@ -35,8 +35,7 @@ struct CUstream_st *gsc_stream_new(struct CUctx_st *c, unsigned flags, int prior
 
 void gsc_stream_free(struct CUstream_st *s)
 {
-  gsc_obj_del(&s->obj);
-  free(s);
+  gsc_obj_free(&s->obj);
 }
 
 static struct CUstream_st *per_thread_stream(struct CUctx_st *c)
@@ -207,8 +206,7 @@ GSC_API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
 /* Work already queued still runs: it is on the device timeline, not in the stream. */
 GSC_API CUresult cuStreamDestroy_v2(CUstream hStream)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct CUstream_st *s = gsc_obj_find(hStream, GSC_STREAM);
   if (!s || s->legacy || s->per_thread)
     return CUDA_ERROR_INVALID_HANDLE;

@@ -40,8 +40,7 @@ void gsc_vmm_put(struct gsc_vmm *h)
   close(h->fd);
   if (!h->imported)
     gsc_uncharge(h->dev, h->size);
-  gsc_obj_del(&h->obj);
-  free(h);
+  gsc_obj_free(&h->obj);
 }
 
 static CUresult prop_check(const CUmemAllocationProp *prop)
@@ -124,8 +123,7 @@ GSC_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, 
 
 GSC_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   struct gsc_vmm *h = vmm_find(handle);
   if (!h || h->user_refs == 0)
     return CUDA_ERROR_INVALID_VALUE;
@@ -136,10 +134,7 @@ GSC_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 
 GSC_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)
 {
-  GSC_CHECK_INIT();
-  if (!prop)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(prop);
   struct gsc_vmm *h = vmm_find(handle);
   if (!h)
     return CUDA_ERROR_INVALID_VALUE;
@@ -202,8 +197,7 @@ GSC_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align
 
 GSC_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   for (struct reservation **rp = &g_reservations; *rp; rp = &(*rp)->next) {
     struct reservation *r = *rp;
     if (r->base != ptr || r->size != size)
@@ -249,8 +243,7 @@ GSC_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
 /* The range must be made of whole mappings. */
 GSC_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-  GSC_CHECK_INIT();
-  GSC_LOCKED;
+  GSC_ENTER();
   uintptr_t end = ptr + size;
   bool any = false;
   for (struct gsc_alloc *a = gsc_alloc_first(); a; a = a->next) {
@@ -324,10 +317,7 @@ GSC_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *
 
 GSC_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
 {
-  GSC_CHECK_INIT();
-  if (!handle)
-    return CUDA_ERROR_INVALID_VALUE;
-  GSC_LOCKED;
+  GSC_ENTER_OUT(handle);
   struct gsc_alloc *a = gsc_alloc_find((uintptr_t) addr, 1);
   if (!a || a->kind != GSC_MEM_VMM)
     return CUDA_ERROR_INVALID_VALUE;

@@ -9,11 +9,7 @@
 
 GPUSIM_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
 {
-  nvmlReturn_t r = gpusim_nvml_ready();
-  if (r != NVML_SUCCESS)
-    return r;
-  if (!deviceCount)
-    return NVML_ERROR_INVALID_ARGUMENT;
+  GSN_TRY(gpusim_nvml_ready_arg(deviceCount));
   *deviceCount = gpusim_nvml_device_count();
   return NVML_SUCCESS;
 }
@@ -25,9 +21,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)
 
 GPUSIM_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
 {
-  nvmlReturn_t r = gpusim_nvml_ready();
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_ready());
   if (!device || index >= gpusim_nvml_device_count())
     return NVML_ERROR_INVALID_ARGUMENT;
   *device = gpusim_nvml_handle(index);
@@ -46,9 +40,7 @@ static void device_uuid(const struct gpusim_dev *dev, char *buf, size_t len)
 
 GPUSIM_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 {
-  nvmlReturn_t r = gpusim_nvml_ready();
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_ready());
   if (!uuid || !device)
     return NVML_ERROR_INVALID_ARGUMENT;
   struct gpusim_shared *s = gpusim_state(NULL);
@@ -67,9 +59,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t
  * as the real library does. */
 GPUSIM_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device)
 {
-  nvmlReturn_t r = gpusim_nvml_ready();
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_ready());
   if (!pciBusId || !device)
     return NVML_ERROR_INVALID_ARGUMENT;
   unsigned int domain, bus, dev, fn;
@@ -93,9 +83,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvml
 GPUSIM_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, index, &dev, NULL);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, index, &dev, NULL));
   *index = (unsigned) dev->index;
   return NVML_SUCCESS;
 }
@@ -110,18 +98,14 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsig
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, name, &dev, &model);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, name, &dev, &model));
   return gpusim_nvml_copy_str(name, length, model->name);
 }
 
 GPUSIM_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, uuid, &dev, NULL);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, uuid, &dev, NULL));
   char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
   device_uuid(dev, buf, sizeof(buf));
   return gpusim_nvml_copy_str(uuid, length, buf);
@@ -131,9 +115,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsig
 GPUSIM_API nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned int length)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, serial, &dev, NULL);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, serial, &dev, NULL));
   char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE], buf[NVML_DEVICE_SERIAL_BUFFER_SIZE];
   unsigned long long h = 1469598103934665603ULL;
   device_uuid(dev, uuid, sizeof(uuid));
@@ -148,9 +130,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t 
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, type, &dev, &model);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, type, &dev, &model));
   *type = strcmp(model->key, "t4") == 0 ? NVML_BRAND_TESLA : NVML_BRAND_NVIDIA;
   return NVML_SUCCESS;
 }
@@ -174,9 +154,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, pci, &dev, &model);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, pci, &dev, &model));
   pci_fill(dev, model, pci);
   return NVML_SUCCESS;
 }
@@ -186,9 +164,7 @@ static nvmlReturn_t pci_info_legacy(nvmlDevice_t device, nvmlPciInfoLegacy_t *pc
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, pci, &dev, &model);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, pci, &dev, &model));
   nvmlPciInfo_t full;
   pci_fill(dev, model, &full);
   memset(pci, 0, sizeof(*pci));
@@ -215,9 +191,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, 
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device(device, &dev, &model));
   if (!major || !minor)
     return NVML_ERROR_INVALID_ARGUMENT;
   *major = model->cc_major;
@@ -231,9 +205,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device(device, &dev, &model));
   if (!currentMode || !pendingMode)
     return NVML_ERROR_INVALID_ARGUMENT;
   if (model->cc_minor != 0 || (model->cc_major != 8 && model->cc_major != 9))
@@ -258,9 +230,7 @@ static void memory_read(struct gpusim_dev *dev, unsigned long long *total, unsig
 GPUSIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, memory, &dev, NULL);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, memory, &dev, NULL));
   memory_read(dev, &memory->total, &memory->used);
   memory->free = memory->total - memory->used;
   return NVML_SUCCESS;
@@ -269,9 +239,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_
 GPUSIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, memory, &dev, NULL);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, memory, &dev, NULL));
   if (memory->version != nvmlMemory_v2)
     return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   memory_read(dev, &memory->total, &memory->used);

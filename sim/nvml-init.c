@@ -24,6 +24,14 @@ nvmlReturn_t gpusim_nvml_ready(void)
   return atomic_load(&g_refs) > 0 ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
 }
 
+nvmlReturn_t gpusim_nvml_ready_arg(const void *out)
+{
+  nvmlReturn_t r = gpusim_nvml_ready();
+  if (r == NVML_SUCCESS && !out)
+    r = NVML_ERROR_INVALID_ARGUMENT;
+  return r;
+}
+
 unsigned int gpusim_nvml_device_count(void)
 {
   return g_ndev;
@@ -176,32 +184,20 @@ GPUSIM_API const char *nvmlErrorString(nvmlReturn_t result)
 
 GPUSIM_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
-  nvmlReturn_t r = gpusim_nvml_ready();
-  if (r != NVML_SUCCESS)
-    return r;
-  if (!version)
-    return NVML_ERROR_INVALID_ARGUMENT;
+  GSN_TRY(gpusim_nvml_ready_arg(version));
   return gpusim_nvml_copy_str(version, length, NVML_SIM_DRIVER_VERSION);
 }
 
 GPUSIM_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
 {
-  nvmlReturn_t r = gpusim_nvml_ready();
-  if (r != NVML_SUCCESS)
-    return r;
-  if (!version)
-    return NVML_ERROR_INVALID_ARGUMENT;
+  GSN_TRY(gpusim_nvml_ready_arg(version));
   /* The real library reports its API major version before the driver version. */
   return gpusim_nvml_copy_str(version, length, "13." NVML_SIM_DRIVER_VERSION);
 }
 
 GPUSIM_API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
 {
-  nvmlReturn_t r = gpusim_nvml_ready();
-  if (r != NVML_SUCCESS)
-    return r;
-  if (!cudaDriverVersion)
-    return NVML_ERROR_INVALID_ARGUMENT;
+  GSN_TRY(gpusim_nvml_ready_arg(cudaDriverVersion));
   *cudaDriverVersion = NVML_SIM_CUDA_VERSION;
   return NVML_SUCCESS;
 }

@@ -20,6 +20,11 @@ struct nvmlDevice_st {
 
 /* NVML_SUCCESS once nvmlInit has succeeded more times than nvmlShutdown; else UNINITIALIZED. */
 nvmlReturn_t gpusim_nvml_ready(void);
+/* The same, and NVML_ERROR_INVALID_ARGUMENT for a NULL out pointer: the checks of every query
+ * that takes no device, in that order. */
+nvmlReturn_t gpusim_nvml_ready_arg(const void *out);
+/* Returns from the calling function with expr's result unless that is NVML_SUCCESS. */
+#define GSN_TRY(expr) GPUSIM_TRY(nvmlReturn_t, NVML_SUCCESS, expr)
 /* The number of devices seen by the current initialization. */
 unsigned int gpusim_nvml_device_count(void);
 /* The handle of device i (i < gpusim_nvml_device_count()). */

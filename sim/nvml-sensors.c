@@ -13,9 +13,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemper
                                                  unsigned int *temp)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, NULL);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device(device, &dev, NULL));
   if (!temp || sensorType != NVML_TEMPERATURE_GPU)
     return NVML_ERROR_INVALID_ARGUMENT;
   *temp = TEMP_IDLE_C + (TEMP_SPAN_C * gpusim_nvml_gpu_util(dev) + 50u) / 100u;
@@ -26,9 +24,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned in
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, power, &dev, &model);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, power, &dev, &model));
   unsigned long long limit = model->power_limit_mw;
   unsigned long long idle = limit * POWER_IDLE_PERCENT / 100u;
   *power = (unsigned) (idle + (limit - idle) * gpusim_nvml_gpu_util(dev) / 100u);
@@ -40,9 +36,7 @@ static nvmlReturn_t power_limit(nvmlDevice_t device, unsigned int *limit)
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, limit, &dev, &model);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, limit, &dev, &model));
   *limit = model->power_limit_mw;
   return NVML_SUCCESS;
 }
@@ -92,9 +86,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClock
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device(device, &dev, &model));
   if (!clock || clock_max(model, type) == 0)
     return NVML_ERROR_INVALID_ARGUMENT;
   *clock = clock_max(model, type);
@@ -107,9 +99,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockTyp
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
-  nvmlReturn_t r = gpusim_nvml_device(device, &dev, &model);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device(device, &dev, &model));
   unsigned int max = clock_max(model, type);
   if (!clock || max == 0)
     return NVML_ERROR_INVALID_ARGUMENT;

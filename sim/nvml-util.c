@@ -30,9 +30,7 @@ static unsigned int mem_util_of(unsigned int sm_util)
 GPUSIM_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, utilization, &dev, NULL);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, utilization, &dev, NULL));
   utilization->gpu = gpusim_nvml_gpu_util(dev);
   utilization->memory = mem_util_of(utilization->gpu);
   return NVML_SUCCESS;
@@ -92,17 +90,24 @@ static int procs_begin(nvmlDevice_t device, unsigned int *infoCount, const void 
   return (int) n;
 }
 
+/* procs_begin with the list it fills: *list (free it) holds the returned number of
+ * processes, or the answer is -1 with *r set. */
+static int procs_list(nvmlDevice_t device, unsigned int *infoCount, const void *infos, struct proc_entry **list,
+                      nvmlReturn_t *r)
+{
+  *list = calloc(GPUSIM_MAX_PROCS, sizeof(**list));
+  *r = NVML_ERROR_MEMORY;
+  return *list ? procs_begin(device, infoCount, infos, *list, r) : -1;
+}
+
 GPUSIM_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
                                                              nvmlProcessInfo_v1_t *infos)
 {
-  struct proc_entry *list = calloc(GPUSIM_MAX_PROCS, sizeof(*list));
-  nvmlReturn_t r = NVML_ERROR_MEMORY;
-  int n = list ? procs_begin(device, infoCount, infos, list, &r) : -1;
-  for (int i = 0; i < n; i++) {
-    memset(&infos[i], 0, sizeof(infos[i]));
-    infos[i].pid = list[i].pid;
-    infos[i].usedGpuMemory = list[i].used;
-  }
+  struct proc_entry *list;
+  nvmlReturn_t r;
+  int n = procs_list(device, infoCount, infos, &list, &r);
+  for (int i = 0; i < n; i++)
+    infos[i] = (nvmlProcessInfo_v1_t) { .pid = list[i].pid, .usedGpuMemory = list[i].used };
   free(list);
   return r;
 }
@@ -110,16 +115,12 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device
 /* The v2 and v3 layouts are the same struct; only the symbol differs. */
 static nvmlReturn_t compute_procs_v2(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos)
 {
-  struct proc_entry *list = calloc(GPUSIM_MAX_PROCS, sizeof(*list));
-  nvmlReturn_t r = NVML_ERROR_MEMORY;
-  int n = list ? procs_begin(device, infoCount, infos, list, &r) : -1;
-  for (int i = 0; i < n; i++) {
-    memset(&infos[i], 0, sizeof(infos[i]));
-    infos[i].pid = list[i].pid;
-    infos[i].usedGpuMemory = list[i].used;
-    infos[i].gpuInstanceId = 0xFFFFFFFFu; /* no MIG */
-    infos[i].computeInstanceId = 0xFFFFFFFFu;
-  }
+  struct proc_entry *list;
+  nvmlReturn_t r;
+  int n = procs_list(device, infoCount, infos, &list, &r);
+  for (int i = 0; i < n; i++)
+    infos[i] = (nvmlProcessInfo_v2_t) { .pid = list[i].pid, .usedGpuMemory = list[i].used,
+                                        .gpuInstanceId = 0xFFFFFFFFu, .computeInstanceId = 0xFFFFFFFFu }; /* no MIG */
   free(list);
   return r;
 }
@@ -140,9 +141,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev
 static nvmlReturn_t graphics_procs(nvmlDevice_t device, unsigned int *infoCount)
 {
   struct gpusim_dev *dev;
-  nvmlReturn_t r = gpusim_nvml_device_arg(device, infoCount, &dev, NULL);
-  if (r != NVML_SUCCESS)
-    return r;
+  GSN_TRY(gpusim_nvml_device_arg(device, infoCount, &dev, NULL));
   *infoCount = 0;
   return NVML_SUCCESS;
 }

@@ -147,4 +147,13 @@ void gpusim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
       gpusim_warn(__VA_ARGS__);                                      \
   } while (0)
 
+/* Returns from the calling function with expr's result unless that is ok: the CUDA and NVML
+ * libraries' GSC_TRY and GSN_TRY, each for its own result type. */
+#define GPUSIM_TRY(type, ok, expr)              \
+  do {                                          \
+    type r_ = (expr);                           \
+    if (r_ != (ok))                             \
+      return r_;                                \
+  } while (0)
+
 #endif

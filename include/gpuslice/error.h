@@ -5,6 +5,8 @@
 #ifndef GS_ERROR_H
 #define GS_ERROR_H
 
+#include <stdarg.h>
+
 struct gs_error_s {
   int status; /* the errno at the failure site, or 0 when the cause is not a system error */
   char *msg;  /* one line, without a trailing newline (control characters become '?');
@@ -18,6 +20,10 @@ typedef struct gs_error_s *gs_error_t;
  * Never aborts: without memory it stores a static "out of memory" error instead. */
 int gs_make_error(gs_error_t *err, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* gs_make_error for a caller that has its own arguments as a va_list (a helper that puts
+ * context around the message, with gs_error_prepend). */
+int gs_make_errorv(gs_error_t *err, int status, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Prepends "<context>: " to the message in *err. Returns -1. With no error in *err it
  * makes one with status 0 from the context alone. */

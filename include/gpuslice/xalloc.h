@@ -16,6 +16,9 @@ void *xrealloc(void *p, size_t size);
 char *xstrdup(const char *s);
 int xasprintf(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int xvasprintf(char **out, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* xvasprintf's text made one line for an error its reader prints as is: every control
+ * character (DEL included) becomes repl (gs_scrub_ctl). */
+char *xvasprintf_line(char repl, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 void gs__cleanup_free(void *p);
 void gs__cleanup_close(int *fd);

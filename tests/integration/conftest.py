@@ -16,6 +16,20 @@ def build_dir():
     return BUILD
 
 
+def asan_runtime(lib):
+    """The ASan runtime the simulated library lib (a file in SIMLIB) needs when built with
+    GS_SANITIZE, else None. Python is not built with ASan, so a process that loads the library
+    through ctypes must preload the runtime."""
+    try:
+        ldd = subprocess.run(["ldd", str(SIMLIB / lib)], capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    for line in ldd.splitlines():
+        if "libasan" in line and "=>" in line:
+            return line.split("=>")[1].split()[0]
+    return None
+
+
 def make_sim_env(state_dir, spec="h100-80gb", **extra):
     """Environment for a process that should see the simulated devices in `spec`.
     The state directory is private so tests never share devices with each other."""

@@ -1,6 +1,7 @@
 """A stand-in for the node daemon's HTTP API on a Unix socket, for the CLI tests that check how
 the verbs print, what they send and how they report errors, without a real daemon. It answers
-canned JSON per (method, path) and records every request it gets."""
+canned JSON per (method, path) and records every request it gets. ServedInThread, the
+thread it serves on, is shared with the tests' other stand-in servers."""
 import http.server
 import json
 import socketserver
@@ -11,7 +12,24 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
 
-class FakeDaemon:
+class ServedInThread:
+    """A socketserver that serves on a thread for the length of a with block. A subclass's
+    __init__ hands it its server with _serve."""
+
+    def _serve(self, server):
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class FakeDaemon(ServedInThread):
     """routes: {(METHOD, path-with-query): (status, body)}; body is JSON-encoded unless it is
     bytes or None. An unknown route answers 404 {"error": "no route"}."""
 
@@ -45,16 +63,7 @@ class FakeDaemon:
             def log_message(self, *args):
                 pass
 
-        self._server = _Server(self.path, Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
+        self._serve(_Server(self.path, Handler))
 
 
 def tenant(name, *, user="alice", uid=1000, pid=4242, labels=None, vram=None, compute=None,

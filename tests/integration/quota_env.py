@@ -6,7 +6,7 @@ import pathlib
 import subprocess
 import sys
 
-from conftest import BIN, BUILD, SIMLIB, make_sim_env, run
+from conftest import BIN, BUILD, asan_runtime, make_sim_env, run
 from wl_run import WORKLOAD
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -21,16 +21,7 @@ H100_TOTAL = 85520809984     # bytes of a simulated h100-80gb (sim/sim-models.c)
 TENANT_VARS = ("LD_PRELOAD", "GPUSLICE_TENANT")
 
 
-def asan_runtime():
-    """The ASan runtime the simulated libraries need when built with GS_SANITIZE, else None."""
-    ldd = subprocess.run(["ldd", str(SIMLIB / "libcuda.so.1")], capture_output=True, text=True).stdout
-    for line in ldd.splitlines():
-        if "libasan" in line and "=>" in line:
-            return line.split("=>")[1].split()[0]
-    return None
-
-
-ASAN = asan_runtime()
+ASAN = asan_runtime("libcuda.so.1")
 
 
 def for_python(env):

@@ -12,6 +12,14 @@ GPUSLICE = BIN / "gpuslice"
 VERBS = [["ps"], ["gpus"], ["top", "--once"], ["usage"], ["set", "t", "--priority", "low"]]
 
 
+def run_against(tmp_path, method, path, reply, verb):
+    """Runs `gpuslice VERB --socket S` against a fake daemon that answers METHOD PATH with
+    REPLY (status, body)."""
+    sock = tmp_path / "d.sock"
+    with FakeDaemon(sock, {(method, path): reply}):
+        return run([GPUSLICE, verb, "--socket", sock])
+
+
 @pytest.mark.parametrize("verb", VERBS, ids=lambda v: v[0])
 def test_no_daemon_is_one_line_naming_the_socket_and_exit_1(tmp_path, verb):
     sock = tmp_path / "absent.sock"
@@ -52,35 +60,26 @@ def test_option_beats_environment(tmp_path):
 
 
 def test_daemon_error_text_is_reported_and_exit_1(tmp_path):
-    sock = tmp_path / "d.sock"
-    routes = {("GET", "/v1/tenants"): (500, {"error": "ledger unavailable: disk full"})}
-    with FakeDaemon(sock, routes):
-        r = run([GPUSLICE, "ps", "--socket", sock])
+    r = run_against(tmp_path, "GET", "/v1/tenants", (500, {"error": "ledger unavailable: disk full"}), "ps")
     assert r.returncode == 1
     assert r.stderr == "gpuslice: ps: ledger unavailable: disk full\n"
 
 
 def test_error_without_json_body_names_the_status(tmp_path):
-    sock = tmp_path / "d.sock"
-    with FakeDaemon(sock, {("GET", "/v1/gpus"): (503, b"busy")}):
-        r = run([GPUSLICE, "gpus", "--socket", sock])
+    r = run_against(tmp_path, "GET", "/v1/gpus", (503, b"busy"), "gpus")
     assert r.returncode == 1
     assert r.stderr == "gpuslice: gpus: daemon answered HTTP 503\n"
 
 
 def test_reply_that_is_not_json_is_a_failure(tmp_path):
-    sock = tmp_path / "d.sock"
-    with FakeDaemon(sock, {("GET", "/v1/gpus"): (200, b"<html>")}):
-        r = run([GPUSLICE, "gpus", "--socket", sock])
+    r = run_against(tmp_path, "GET", "/v1/gpus", (200, b"<html>"), "gpus")
     assert r.returncode == 1
     assert r.stderr.startswith("gpuslice: gpus: daemon reply is not JSON: ")
     assert r.stderr.count("\n") == 1
 
 
 def test_reply_without_the_expected_array_is_a_failure(tmp_path):
-    sock = tmp_path / "d.sock"
-    with FakeDaemon(sock, {("GET", "/v1/tenants"): (200, {"nope": 1})}):
-        r = run([GPUSLICE, "ps", "--socket", sock])
+    r = run_against(tmp_path, "GET", "/v1/tenants", (200, {"nope": 1}), "ps")
     assert r.returncode == 1
     assert r.stderr == 'gpuslice: ps: daemon reply has no "tenants" array\n'
 

@@ -11,12 +11,12 @@ import shutil
 import socket
 import socketserver
 import subprocess
-import threading
 import time
 
 import pytest
 
 from conftest import BIN, make_sim_env, run
+from fake_daemon import ServedInThread
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
@@ -49,7 +49,7 @@ def client(tmp_path_factory):
     return exe
 
 
-class RawServer:
+class RawServer(ServedInThread):
     """Accepts connections on a Unix socket, keeps each raw request, answers `status`."""
 
     def __init__(self, path, status="204 No Content"):
@@ -75,16 +75,7 @@ class RawServer:
                 outer.requests.append((head.decode(), body.decode()))
                 self.request.sendall(f"HTTP/1.1 {outer.status}\r\nContent-Length: 0\r\n\r\n".encode())
 
-        self.server = socketserver.UnixStreamServer(self.path, Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(socketserver.UnixStreamServer(self.path, Handler))
 
 
 def env_for(**kw):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import SIMLIB, make_sim_env
+from conftest import SIMLIB, asan_runtime, make_sim_env
 
 PROBE = pathlib.Path(__file__).with_name("nvml_probe.py")
 MIB = 1024 * 1024
@@ -25,20 +25,7 @@ NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25
 NVML_ERROR_UNKNOWN = 999
 
 
-def asan_runtime():
-    """The ASan runtime the simulated libraries need when built with GS_SANITIZE, else None.
-    Python is not built with ASan, so the runtime must be preloaded for ctypes to load them."""
-    try:
-        ldd = subprocess.run(["ldd", str(SIMLIB / "libnvidia-ml.so.1")], capture_output=True, text=True).stdout
-    except OSError:
-        return None
-    for line in ldd.splitlines():
-        if "libasan" in line and "=>" in line:
-            return line.split("=>")[1].split()[0]
-    return None
-
-
-ASAN = asan_runtime()
+ASAN = asan_runtime("libnvidia-ml.so.1")
 
 
 def probe_env(env):

@@ -19,17 +19,11 @@
 #include <gpuslice/tenant-ledger.h>
 #include <gpuslice/limits.h>
 #include <gpuslice/proc.h>
+#include "temp-dir.h"
 
 #define MIB (1024ULL * 1024ULL)
 
-static char dir[64];
-
-static int make_dir(void **state)
-{
-  (void) state;
-  snprintf(dir, sizeof(dir), "/tmp/gs-limits-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
-}
+static const char *const dir = gs_test_dir;
 
 static int drop_authority(void **state)
 {
@@ -319,5 +313,5 @@ int main(void)
     cmocka_unit_test_teardown(test_limits_changes_touch_only_what_is_given, drop_authority),
     cmocka_unit_test(test_daemon_paths_follow_the_environment),
   };
-  return cmocka_run_group_tests(tests, make_dir, NULL);
+  return cmocka_run_group_tests(tests, gs_test_dir_setup, NULL);
 }

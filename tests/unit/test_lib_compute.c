@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <gpuslice/compute.h>
+#include "temp-dir.h"
 
 #define MS 1000000ull
 #define T0 (1000 * 1000 * MS) /* a clock far from zero, as CLOCK_MONOTONIC is */
@@ -33,16 +34,22 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-  char cmd[128];
   (void) state;
   gs_board_close(b);
-  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return gs_test_remove_dir(dir);
 }
 
 static int row(const char *name, uint32_t pct, uint32_t policy, uint32_t prio)
 {
   return gs_board_row_claim(b, name, pct * 10000, policy, prio, T0);
+}
+
+/* A share row that has waited for the GPU since T0. */
+static int waiting_row(const char *name, uint32_t pct, uint32_t prio)
+{
+  int i = row(name, pct, GS_COMPUTE_SHARE, prio);
+  gs_board_wait_mark(b, i, T0);
+  return i;
 }
 
 static void test_board_reopen_sees_same_rows(void **state)
@@ -79,9 +86,7 @@ static void test_board_rejects_bad_uuid_and_foreign_file(void **state)
 static void test_pick_prefers_row_furthest_behind_its_share(void **state)
 {
   (void) state;
-  int a = row("a", 70, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), c = row("c", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
-  gs_board_wait_mark(b, a, T0);
-  gs_board_wait_mark(b, c, T0);
+  int a = waiting_row("a", 70, GS_PRIO_NORMAL), c = waiting_row("c", 30, GS_PRIO_NORMAL);
   /* 10 ms each: a's 70% share makes its 10 ms cost less than c's. */
   gs_board_charge(b, a, 10 * MS, T0);
   gs_board_charge(b, c, 10 * MS, T0);
@@ -95,9 +100,8 @@ static void test_pick_prefers_row_furthest_behind_its_share(void **state)
 static void test_pick_takes_higher_priority_first(void **state)
 {
   (void) state;
-  int lo = row("lo", 50, GS_COMPUTE_SHARE, GS_PRIO_LOW), hi = row("hi", 10, GS_COMPUTE_SHARE, GS_PRIO_HIGH);
-  gs_board_wait_mark(b, lo, T0);
-  gs_board_wait_mark(b, hi, T0);
+  waiting_row("lo", 50, GS_PRIO_LOW);
+  int hi = waiting_row("hi", 10, GS_PRIO_HIGH);
   gs_board_charge(b, hi, 500 * MS, T0);
   assert_int_equal(gs_board_pick(b, T0), hi);
 }
@@ -105,8 +109,7 @@ static void test_pick_takes_higher_priority_first(void **state)
 static void test_waiting_goes_stale(void **state)
 {
   (void) state;
-  int a = row("a", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
-  gs_board_wait_mark(b, a, T0);
+  int a = waiting_row("a", 50, GS_PRIO_NORMAL);
   assert_int_equal(gs_board_pick(b, T0 + 1 * MS), a);
   assert_int_equal(gs_board_pick(b, T0 + GS_WAIT_FRESH_NS + 1), -1);
 }
@@ -139,11 +142,8 @@ static void test_cap_does_not_save_up_idle_time(void **state)
 static void test_unlimited_rows_share_what_limited_ones_leave(void **state)
 {
   (void) state;
-  int a = row("a", 60, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), u = row("u", 0, GS_COMPUTE_SHARE, GS_PRIO_NORMAL),
-      v = row("v", 0, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
-  gs_board_wait_mark(b, a, T0);
-  gs_board_wait_mark(b, u, T0);
-  gs_board_wait_mark(b, v, T0);
+  int a = waiting_row("a", 60, GS_PRIO_NORMAL), u = waiting_row("u", 0, GS_PRIO_NORMAL),
+      v = waiting_row("v", 0, GS_PRIO_NORMAL);
   assert_int_equal(gs_board_weight(b, a, T0), 600000);
   assert_int_equal(gs_board_weight(b, u, T0), 200000);
   assert_int_equal(gs_board_weight(b, v, T0), 200000);

@@ -20,17 +20,12 @@
 #include <gpuslice/tenant-ledger.h>
 #include <gpuslice/limits.h>
 #include <gpuslice/proc.h>
+#include "fork-holder.h"
+#include "temp-dir.h"
 
 #define MIB (1024ULL * 1024ULL)
 
-static char dir[64];
-
-static int make_dir(void **state)
-{
-  (void) state;
-  snprintf(dir, sizeof(dir), "/tmp/gs-ledger-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
-}
+static const char *const dir = gs_test_dir;
 
 static struct gs_ledger *new_tenant(const char *name, uint64_t limit)
 {
@@ -109,28 +104,22 @@ static void test_sixteen_processes_never_exceed_the_quota(void **state)
   gs_ledger_detach(l);
 }
 
+/* The holder's share: a slot and 700 MiB of the tenant's GPU 0. */
+static char claim_700_mib(void *ledger)
+{
+  struct gs_ledger *l = ledger;
+  struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), gs_proc_start_time(getpid()));
+  return p && gs_ledger_reserve(l, p, 0, 700 * MIB) == 0 ? '1' : '0';
+}
+
 static void test_killed_process_memory_returns_to_the_tenant(void **state)
 {
   (void) state;
   struct gs_ledger *l = new_tenant("kill", 1000 * MIB);
-  int ready[2];
-  assert_int_equal(pipe(ready), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), gs_proc_start_time(getpid()));
-    char ok = p && gs_ledger_reserve(l, p, 0, 700 * MIB) == 0 ? '1' : '0';
-    if (write(ready[1], &ok, 1) != 1)
-      _exit(3);
-    pause();
-    _exit(0);
-  }
-  char c = 0;
-  assert_int_equal(read(ready[0], &c, 1), 1);
-  assert_int_equal(c, '1');
+  pid_t pid = gs_test_fork_holder(claim_700_mib, l);
   assert_int_equal(gs_ledger_reap(l), 0);
   assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 700 * MIB);
-  kill(pid, SIGKILL);
-  waitpid(pid, NULL, 0);
+  gs_test_kill_holder(pid);
   assert_int_equal(gs_ledger_reap(l), 1);
   assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 0);
   gs_ledger_detach(l);
@@ -359,14 +348,6 @@ static void test_write_limits_reaches_the_same_instance_only(void **state)
   gs_ledger_remove(dir, "mirror", NULL);
 }
 
-static int remove_dir(void **state)
-{
-  char cmd[128];
-  (void) state;
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -383,5 +364,5 @@ int main(void)
     cmocka_unit_test(test_read_fd_sees_changes_through_one_descriptor),
     cmocka_unit_test(test_write_limits_reaches_the_same_instance_only),
   };
-  return cmocka_run_group_tests(tests, make_dir, remove_dir);
+  return cmocka_run_group_tests(tests, gs_test_dir_setup, gs_test_dir_teardown);
 }

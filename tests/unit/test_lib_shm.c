@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "shm.h"
+#include "temp-dir.h"
 
 struct thing {
   struct gs__shm_header h;
@@ -24,22 +25,7 @@ struct thing {
 
 static const struct gs__shm_layout thing_shm = { "test thing", 0x474e494854534554ULL, 3, sizeof(struct thing) };
 
-static char dir[64];
-
-static int make_dir(void **state)
-{
-  (void) state;
-  snprintf(dir, sizeof(dir), "/tmp/gs-shm-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
-}
-
-static int remove_dir(void **state)
-{
-  char cmd[128];
-  (void) state;
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
-}
+static const char *const dir = gs_test_dir;
 
 static void path_of(char *buf, size_t len, const char *name)
 {
@@ -172,5 +158,5 @@ int main(void)
     cmocka_unit_test(test_bad_files_are_refused_with_what_is_wrong),
     cmocka_unit_test(test_wait_sees_a_creator_finish),
   };
-  return cmocka_run_group_tests(tests, make_dir, remove_dir);
+  return cmocka_run_group_tests(tests, gs_test_dir_setup, gs_test_dir_teardown);
 }

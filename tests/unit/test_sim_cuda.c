@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "gs-cuda.h"
+#include "temp-dir.h"
 
 #define GIB (1024ULL * 1024ULL * 1024ULL)
 
@@ -58,10 +59,8 @@ static int group_setup(void **state)
 /* Removes the state directory and the state file in it. */
 static int group_teardown(void **state)
 {
-  char cmd[128];
   (void) state;
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return gs_test_remove_dir(dir);
 }
 
 static void test_calls_before_cuinit_fail_not_initialized(void **state)

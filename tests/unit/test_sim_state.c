@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "sim-state.h"
+#include "fork-holder.h"
+#include "temp-dir.h"
 
 #define GIB (1024ULL * 1024ULL * 1024ULL)
 
@@ -24,10 +26,8 @@ static char dir[] = "/tmp/gpusim-unit-XXXXXX";
 /* Removes the state directory and the one state file in it. */
 static int teardown(void **state)
 {
-  char cmd[128];
   (void) state;
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return gs_test_remove_dir(dir);
 }
 
 static int setup(void **state)
@@ -102,30 +102,22 @@ static void test_concurrent_reservations_never_exceed_capacity(void **state)
 }
 
 /* A process killed with SIGKILL runs no destructor; whoever notices must give its memory back. */
+/* The holder's share: 10 GiB of device 0. */
+static char reserve_10_gib(void *unused)
+{
+  (void) unused;
+  return gpusim_mem_reserve(0, 10 * GIB) == 0 ? '1' : '0';
+}
+
 static void test_memory_of_a_killed_process_is_reaped(void **state)
 {
   (void) state;
-  int ready[2];
-  assert_int_equal(pipe(ready), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    char ok = gpusim_mem_reserve(0, 10 * GIB) == 0 ? '1' : '0';
-    if (write(ready[1], &ok, 1) != 1)
-      _exit(3);
-    pause();
-    _exit(0);
-  }
-  char c = 0;
-  assert_int_equal(read(ready[0], &c, 1), 1);
-  assert_int_equal(c, '1');
+  pid_t pid = gs_test_fork_holder(reserve_10_gib, NULL);
   assert_int_equal(atomic_load(&S->dev[0].used_bytes), 10 * GIB);
   assert_int_equal(gpusim_reap_dead(), 0); /* alive: nothing to reap */
-  kill(pid, SIGKILL);
-  waitpid(pid, NULL, 0);
+  gs_test_kill_holder(pid);
   assert_int_equal(gpusim_reap_dead(), 1);
   assert_int_equal(atomic_load(&S->dev[0].used_bytes), 0);
-  close(ready[0]);
-  close(ready[1]);
 }
 
 static void test_timeline_runs_one_kernel_at_a_time_in_arrival_order(void **state)
