@@ -17,9 +17,9 @@ int run_tenant_set_compute(void *tenant, const char *arg, gs_error_t *err)
   double pct = strtod(arg, &end);
   if (!*arg || *end || errno || !isfinite(pct) || pct <= 0 || pct > 100)
     return gs_make_error(err, 0, "--compute: '%s' is not a percentage in (0, 100]", arg);
+  if (pct < GS_PCT_MIN)
+    return gs_make_error(err, 0, "--compute: '%s' is below the smallest share, %g", arg, GS_PCT_MIN);
   t->compute_ppm = (uint32_t) (pct * 10000.0 + 0.5);
-  if (t->compute_ppm == 0)
-    return gs_make_error(err, 0, "--compute: '%s' is below the smallest share, 0.0001", arg);
   return 0;
 }
 

@@ -29,7 +29,7 @@ static const struct gs_opt run_entries[] = {
     .help = "A label for the tenant; may be repeated" },
   { .name = "context-reserve", .arg = "SIZE", .kind = GS_OPT_CALL, .parse = run_tenant_set_reserve, .def = "0",
     .help = "Memory charged for each CUDA context" },
-  ENTRY("compute", "PCT", run_tenant_set_compute, "The tenant's share of each GPU's time, in (0, 100]; decimals allowed"),
+  ENTRY("compute", "PCT", run_tenant_set_compute, "The tenant's share of each GPU's time, 0.0001 to 100; decimals allowed"),
   { .name = "compute-policy", .arg = "P", .kind = GS_OPT_CALL, .parse = run_tenant_set_compute_policy, .def = "share",
     .help = "share: PCT is guaranteed under contention and spare time goes to whoever has work; cap: never "
             "more than PCT, even when idle" },

@@ -34,6 +34,9 @@ static int set_compute(void *dst, const char *arg, gs_error_t *err)
   double v = strtod(arg, &end);
   if (errno || end == arg || *end || !isfinite(v) || v <= 0 || v > 100)
     return gs_make_error(err, 0, "--compute '%s': want a percentage above 0 and at most 100", arg);
+  /* The limit is held in millionths: anything smaller would arrive as 0, no limit at all. */
+  if (v < GS_PCT_MIN)
+    return gs_make_error(err, 0, "--compute '%s': below the smallest share, %g", arg, GS_PCT_MIN);
   o->compute = v;
   return 0;
 }
@@ -63,7 +66,7 @@ static const struct gs_opt set_entries[] = {
   { .name = "gpu", .arg = "N", .kind = GS_OPT_INT, .offset = OFF(gpu), .max = GS_LEDGER_MAX_GPUS - 1,
     .help = "Apply --vram to GPU N only (default: every GPU)" },
   { .name = "compute", .arg = "PCT|none", .kind = GS_OPT_CALL, .parse = set_compute,
-    .help = "Compute limit, percent of the GPU's time (0 < PCT <= 100; decimals allowed, e.g. 12.5); "
+    .help = "Compute limit, percent of the GPU's time (0.0001 to 100; decimals allowed, e.g. 12.5); "
             "none lifts it" },
   { .name = "compute-policy", .arg = "cap|share", .kind = GS_OPT_ENUM, .offset = OFF(policy),
     .choices = set_policies,

@@ -54,13 +54,17 @@ json_t *tenant_json_reg(const struct tenant_json_reg *reg)
 
 /* ---- reading ---- */
 
-/* A percentage in (0, 100] as millionths; -1 when bad. */
-static long pct_ppm(const json_t *v)
+/* A percentage in [GS_PCT_MIN, 100] as millionths, into *ppm; field names it in the error.
+ * A smaller one would round to 0 ppm, which means no limit: it is refused, never widened. */
+static int pct_ppm(const json_t *v, const char *field, long *ppm, gs_error_t *err)
 {
   double pct = json_number_value(v);
   if (!json_is_number(v) || !(pct > 0) || pct > 100)
-    return -1;
-  return lround(pct * 10000.0);
+    return gs_make_error(err, 0, "field '%s': want a number in (0, 100] or null", field);
+  if (pct < GS_PCT_MIN)
+    return gs_make_error(err, 0, "field '%s': %g is below the smallest allowed, %g", field, pct, GS_PCT_MIN);
+  *ppm = lround(pct * 10000.0);
+  return 0;
 }
 
 static int enum_field(const json_t *body, const char *key, const char *const *names, int n, uint32_t *out,
@@ -86,8 +90,8 @@ int tenant_json_read_compute(const json_t *body, struct tenant_json_limits *lim,
   lim->policy = GS_COMPUTE_SHARE;
   lim->priority = GS_PRIO_NORMAL;
   given[0] = v != NULL;
-  if (v && !json_is_null(v) && (ppm = pct_ppm(v)) < 0)
-    return gs_make_error(err, 0, "field 'compute_pct': want a number in (0, 100] or null");
+  if (v && !json_is_null(v) && pct_ppm(v, "compute_pct", &ppm, err) < 0)
+    return -1;
   lim->compute_ppm = (uint32_t) ppm;
   if (enum_field(body, "compute_policy", policies, 2, &lim->policy, &given[1], err) < 0 ||
       enum_field(body, "priority", priorities, 3, &lim->priority, &given[2], err) < 0)
@@ -150,8 +154,8 @@ static int read_vram(const json_t *body, struct tenant_json_limits *lim, bool *g
       return gs_make_error(err, 0, "field 'vram_bytes': want a positive integer or null");
     lim->vram_bytes = (uint64_t) json_integer_value(b);
   }
-  if (p && !json_is_null(p) && (ppm = pct_ppm(p)) < 0)
-    return gs_make_error(err, 0, "field 'vram_pct': want a number in (0, 100] or null");
+  if (p && !json_is_null(p) && pct_ppm(p, "vram_pct", &ppm, err) < 0)
+    return -1;
   lim->vram_ppm = (uint32_t) ppm;
   if (ppm)
     lim->vram_bytes = GS_LIMIT_NONE;

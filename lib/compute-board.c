@@ -1,8 +1,10 @@
 /* The compute board's file: creating or mapping <dir>/gpus/<uuid> (through the mapper in
- * shm.c), and claiming a tenant's row in it. The scheduling rules that read the rows are in compute-sched.c. */
+ * shm.c), claiming a tenant's row in it, and what GPUSLICE_BOARD_FULL says to do when no row
+ * is free. The scheduling rules that read the rows are in compute-sched.c. */
 #include <gpuslice/compute.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <gpuslice/fs.h>
@@ -64,15 +66,30 @@ static void row_set_limits(struct gs_board_row *r, uint32_t weight_ppm, uint32_t
   atomic_store(&r->priority, priority);
 }
 
+int gs_board_rows(struct gs_board *b)
+{
+  uint32_t n = atomic_load_explicit(&b->rows_used, memory_order_acquire);
+  return n < GS_BOARD_ROWS ? (int) n : GS_BOARD_ROWS;
+}
+
+/* Raised before the row goes live, so that a scan that sees the row live also reaches it. */
+static void rows_used_raise(struct gs_board *b, int i)
+{
+  uint32_t n = atomic_load(&b->rows_used);
+  while (n < (uint32_t) i + 1 && !atomic_compare_exchange_weak(&b->rows_used, &n, (uint32_t) i + 1))
+    ;
+}
+
 static int row_find(struct gs_board *b, const char *tenant)
 {
-  for (int i = 0; i < GS_BOARD_ROWS; i++)
+  for (int i = 0, rows = gs_board_rows(b); i < rows; i++)
     if (atomic_load(&b->row[i].state) == GS_ROW_LIVE && strncmp(b->row[i].tenant, tenant, GS_LEDGER_NAME_MAX) == 0)
       return i;
   return -1;
 }
 
-/* A row no process has used for a long time, and that does not hold the turn, is free. */
+/* A row no process has used for a long time, and that does not hold the turn, is free.
+ * A newcomer looks at every row, the first free one wins: rows_used stays low. */
 static bool row_takeable(struct gs_board *b, int i, uint32_t state, uint64_t now)
 {
   if (state == GS_ROW_FREE)
@@ -91,6 +108,7 @@ static int row_new(struct gs_board *b, const char *tenant, uint64_t now)
     uint32_t state = atomic_load(&r->state);
     if (!row_takeable(b, i, state, now) || !atomic_compare_exchange_strong(&r->state, &state, GS_ROW_CLAIMING))
       continue;
+    rows_used_raise(b, i);
     snprintf(r->tenant, sizeof(r->tenant), "%s", tenant);
     atomic_store(&r->vtime, 0);
     atomic_store(&r->used_ns, 0);
@@ -125,4 +143,23 @@ uint64_t gs_board_slice_ns(const struct gs_board *b)
 {
   uint32_t ms = atomic_load(&b->slice_ms);
   return (uint64_t) (ms ? ms : GS_BOARD_DEFAULT_SLICE_MS) * 1000000ull;
+}
+
+int gs_board_full_parse(const char *s, struct gs_board_full *out)
+{
+  char *end = NULL;
+  *out = (struct gs_board_full){ GS_BOARD_FULL_WAIT, GS_BOARD_FULL_WAIT_S };
+  if (!s || !*s || strcmp(s, "wait") == 0)
+    return 0;
+  if (strcmp(s, "refuse") == 0) {
+    out->mode = GS_BOARD_FULL_REFUSE;
+    return 0;
+  }
+  if (strncmp(s, "wait:", 5) != 0 || s[5] < '0' || s[5] > '9')
+    return -1;
+  unsigned long n = strtoul(s + 5, &end, 10);
+  if (*end || n > GS_BOARD_FULL_WAIT_MAX_S)
+    return -1;
+  out->wait_s = (uint32_t) n;
+  return 0;
 }

@@ -43,7 +43,7 @@ uint32_t gs_board_weight(struct gs_board *b, int row, uint64_t now)
     return own;
   uint64_t limited = 0;
   unsigned unlimited = 1;
-  for (int i = 0; i < GS_BOARD_ROWS; i++) {
+  for (int i = 0, rows = gs_board_rows(b); i < rows; i++) {
     if (i == row || !contending(b, i, now))
       continue;
     uint32_t w = atomic_load(&b->row[i].weight_ppm);
@@ -96,7 +96,7 @@ uint64_t gs_board_cap_budget(struct gs_board *b, int row, uint64_t now)
 int gs_board_pick(struct gs_board *b, uint64_t now)
 {
   int best = -1;
-  for (int i = 0; i < GS_BOARD_ROWS; i++) {
+  for (int i = 0, rows = gs_board_rows(b); i < rows; i++) {
     if (!waiting(b, i, now) || gs_board_cap_wait(b, i, now) > 0)
       continue;
     if (best < 0) {
@@ -117,7 +117,7 @@ void gs_board_wait_mark(struct gs_board *b, int row, uint64_t now)
                                                                             : atomic_load(&r->waiting_ns);
   if (now > seen + 2 * gs_board_slice_ns(b) && !holding(b, row)) {
     uint64_t floor = UINT64_MAX;
-    for (int i = 0; i < GS_BOARD_ROWS; i++)
+    for (int i = 0, rows = gs_board_rows(b); i < rows; i++)
       if (i != row && (waiting(b, i, now) || holding(b, i)) && atomic_load(&b->row[i].vtime) < floor)
         floor = atomic_load(&b->row[i].vtime);
     uint64_t v = atomic_load(&r->vtime);
@@ -132,7 +132,7 @@ void gs_board_wait_mark(struct gs_board *b, int row, uint64_t now)
 bool gs_board_others_waiting(struct gs_board *b, int row, uint64_t now)
 {
   (void) row;
-  for (int i = 0; i < GS_BOARD_ROWS; i++)
+  for (int i = 0, rows = gs_board_rows(b); i < rows; i++)
     if (waiting(b, i, now) && gs_board_cap_wait(b, i, now) == 0)
       return true;
   return false;
@@ -153,7 +153,7 @@ void gs_board_charge(struct gs_board *b, int row, uint64_t ns, uint64_t now)
 
 static uint64_t install(struct gs_board *b, uint64_t cur, int row, pid_t pid, uint64_t now)
 {
-  uint32_t gen = (atomic_fetch_add(&b->gen, 1) + 1) & 0xffffff;
+  uint32_t gen = (atomic_fetch_add(&b->gen, 1) + 1) & GS_TURN_GEN_MASK;
   uint64_t t = GS_TURN(row, pid, gen);
   if (!atomic_compare_exchange_strong(&b->turn, &cur, t))
     return 0;
@@ -203,7 +203,7 @@ int gs_board_contenders(struct gs_board *b, int row, uint64_t now, bool *higher)
 {
   int n = 0, mine = rank(atomic_load(&b->row[row].priority));
   *higher = false;
-  for (int i = 0; i < GS_BOARD_ROWS; i++) {
+  for (int i = 0, rows = gs_board_rows(b); i < rows; i++) {
     if (i == row || !contending(b, i, now))
       continue;
     n++;

@@ -203,9 +203,19 @@ static void after_gap(struct gs_gate *g, uint64_t now)
   mark_pending(g, gs__marker_idle(&g->mk));
 }
 
-static void enter_slow(struct gs_gate *g, CUstream s, bool ptsz, uint64_t now)
+/* False when the launch is refused: the gate has no board, or no row on it. */
+static bool enter_slow(struct gs_gate *g, CUstream s, bool ptsz, uint64_t now)
 {
+  if (!g->b)
+    return false;
   pthread_mutex_lock(&g->mu);
+  if (g->row < 0) {
+    if (!gs__gate_row(g)) {
+      pthread_mutex_unlock(&g->mu);
+      return false;
+    }
+    now = gs__mono_ns(); /* it may have waited for the row */
+  }
   refresh(g, now);
   if (now >= atomic_load(&g->last_launch_ns) + GAP_NS)
     after_gap(g, now);
@@ -219,6 +229,7 @@ static void enter_slow(struct gs_gate *g, CUstream s, bool ptsz, uint64_t now)
   if (gs__marker_idle(&g->mk) && atomic_load(&g->since_mark) == 0)
     gs__marker_record(&g->mk, s, ptsz, true);
   pthread_mutex_unlock(&g->mu);
+  return true;
 }
 
 uint64_t gs__gate_enter(struct gs_gate *g, CUstream s, bool ptsz)
@@ -227,8 +238,7 @@ uint64_t gs__gate_enter(struct gs_gate *g, CUstream s, bool ptsz)
   if (__builtin_expect(turn_good(g, now) &&
                          now < atomic_load_explicit(&g->last_launch_ns, memory_order_relaxed) + GAP_NS, 1))
     return now;
-  enter_slow(g, s, ptsz, now);
-  return gs__mono_ns();
+  return enter_slow(g, s, ptsz, now) ? gs__mono_ns() : 0;
 }
 
 static void leave_slow(struct gs_gate *g, uint64_t now)
@@ -269,6 +279,8 @@ void gs__gate_sync_begin(struct gs_gate *g)
 void gs__gate_exit(struct gs_gate *g)
 {
   uint64_t t = atomic_load(&g->turn), mine = g->shared_ns;
+  if (!g->b || g->row < 0)
+    return;
   if (t && atomic_load(&g->b->turn) == t)
     give_back(g, t);
   /* Unless another process of the tenant has launched since, the tenant no longer competes:

@@ -1,16 +1,27 @@
 /* Finding a process's gate for a GPU: made on the first launch there, from the tenant's
- * ledger and the board named by the GPU's UUID. A process that is no tenant, or whose GPU
- * cannot be gated, gets NULL and launches pass straight through. See compute-gate.h. */
+ * ledger and the board named by the GPU's UUID; and the gate's row on that board, claimed at
+ * its first launch, or waited for (GPUSLICE_BOARD_FULL) when every row is taken. A process
+ * that is no tenant gets NULL and launches pass straight through; a tenant whose GPU cannot
+ * be gated gets a gate that refuses its launches. See compute-gate.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <gpuslice/env.h>
 
 #include "compute-gate.h"
 #include <gpuslice.h>
 #include "hooks.h"
 
-/* Marks a GPU whose gate could not be made, so that it is not tried on every launch. */
-#define GATE_NONE ((struct gs_gate *) 1)
+/* Marks a GPU whose gate could not be made, so that it is not tried on every launch: its
+ * launches are refused (no board: enter_slow says no), never let through ungated. */
+static struct gs_gate gate_none = { .row = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
+#define GATE_NONE (&gate_none)
+/* Marks a GPU of a process that is no tenant: its launches go straight to the driver. */
+#define GATE_PASS ((struct gs_gate *) 1)
+/* How often a gate without a row looks for one. */
+#define ROW_POLL_NS 10000000ull
 
 static _Atomic(struct gs_gate *) gates[GS_LEDGER_MAX_GPUS];
 static pthread_mutex_t gates_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -30,7 +41,7 @@ __attribute__((destructor)) static void gates_at_exit(void)
 {
   for (int i = 0; i < GS_LEDGER_MAX_GPUS; i++) {
     struct gs_gate *g = atomic_load(&gates[i]);
-    if (g && g != GATE_NONE)
+    if (g && g != GATE_PASS)
       gs__gate_exit(g);
   }
 }
@@ -51,35 +62,87 @@ static int gpu_uuid(int gpu, char *buf, size_t len)
   return 0;
 }
 
+/* GPUSLICE_BOARD_FULL, read once (under gates_lock, before the first gate is made). */
+static struct gs_board_full board_full;
+
+static void board_full_read(void)
+{
+  static bool read;
+  if (read)
+    return;
+  read = true;
+  const char *v = gs_getenv("GPUSLICE_BOARD_FULL");
+  if (gs_board_full_parse(v, &board_full) < 0)
+    GS_LOG(GS_LOG_WARN, "GPUSLICE_BOARD_FULL='%s' is not wait, wait:SECONDS or refuse; waiting up to %u s", v,
+           board_full.wait_s);
+}
+
+/* The gate starts without a row: its first launch claims one (gs__gate_row). */
 static struct gs_gate *gate_new(struct gs_ledger *l, int gpu)
 {
   char uuid[GS_BOARD_UUID_MAX];
   gs_error_t err = NULL;
   struct gs_board *b = NULL;
   if (gpu_uuid(gpu, uuid, sizeof(uuid)) < 0) {
-    GS_LOG(GS_LOG_WARN, "compute gate: no UUID for GPU %d; its launches are not gated", gpu);
+    GS_LOG(GS_LOG_ERROR, "compute gate: no UUID for GPU %d; its launches are refused", gpu);
     return NULL;
   }
   if (gs_board_open(gs_ledger_state_dir(), uuid, &b, &err) < 0) {
-    GS_LOG(GS_LOG_ERROR, "compute gate: %s; launches on GPU %d are not gated", err->msg, gpu);
+    GS_LOG(GS_LOG_ERROR, "compute gate: %s; launches on GPU %d are refused", err->msg, gpu);
     gs_error_release(&err);
+    return NULL;
+  }
+  struct gs_gate *g = calloc(1, sizeof(*g));
+  if (!g) {
+    GS_LOG(GS_LOG_ERROR, "compute gate: out of memory on GPU %d; its launches are refused", gpu);
+    gs_board_close(b);
     return NULL;
   }
   uint32_t slice = atomic_load(&l->compute.slice_ms);
   if (slice)
     atomic_store(&b->slice_ms, slice);
-  int row = gs_board_row_claim(b, l->name, gs_ledger_compute_limit_ppm(l), gs_ledger_compute_policy(l),
-                               gs_ledger_priority(l), gs__mono_ns());
-  struct gs_gate *g = row >= 0 ? calloc(1, sizeof(*g)) : NULL;
-  if (!g) {
-    GS_LOG(GS_LOG_ERROR, "compute gate: %s on GPU %d; its launches are not gated",
-           row < 0 ? "every board row is taken" : "out of memory", gpu);
-    gs_board_close(b);
-    return NULL;
-  }
-  *g = (struct gs_gate){ .b = b, .ledger = l, .row = row, .gpu = gpu, .mark_every = 32, .keep = -1 };
+  *g = (struct gs_gate){ .b = b, .ledger = l, .row = -1, .gpu = gpu, .mark_every = 32, .keep = -1 };
   pthread_mutex_init(&g->mu, NULL);
   return g;
+}
+
+static int row_claim(struct gs_gate *g, uint64_t now)
+{
+  struct gs_ledger *l = g->ledger;
+  return gs_board_row_claim(g->b, l->name, gs_ledger_compute_limit_ppm(l), gs_ledger_compute_policy(l),
+                            gs_ledger_priority(l), now);
+}
+
+static void row_full_log(struct gs_gate *g)
+{
+  if (board_full.mode == GS_BOARD_FULL_REFUSE)
+    GS_LOG(GS_LOG_ERROR, "compute gate: every row of GPU %d's board is taken; launches are refused until one is "
+           "free (GPUSLICE_BOARD_FULL=refuse)", g->gpu);
+  else
+    GS_LOG(GS_LOG_WARN, "compute gate: every row of GPU %d's board is taken; launches wait up to %u s for one, "
+           "then are refused", g->gpu, board_full.wait_s);
+}
+
+/* Slow on purpose: a full board is rare, and a waiting launch has nothing better to do. */
+bool gs__gate_row(struct gs_gate *g)
+{
+  static _Atomic bool logged;
+  uint64_t t0 = gs__mono_ns(), now = t0, bound = (uint64_t) board_full.wait_s * 1000000000ull;
+  for (;;) {
+    int row = row_claim(g, now);
+    if (row >= 0) {
+      g->row = row;
+      atomic_fetch_add(&g->ledger->gpu[g->gpu].throttled_ns, now - t0);
+      return true;
+    }
+    if (!atomic_exchange(&logged, true))
+      row_full_log(g);
+    if (board_full.mode == GS_BOARD_FULL_REFUSE || now >= t0 + bound)
+      return false;
+    struct timespec ts = { 0, (long) ROW_POLL_NS };
+    nanosleep(&ts, NULL);
+    now = gs__mono_ns();
+  }
 }
 
 static struct gs_gate *gate_slow(int gpu)
@@ -89,11 +152,13 @@ static struct gs_gate *gate_slow(int gpu)
   struct gs_gate *g = atomic_load(&gates[gpu]);
   if (!g) {
     struct gs_ledger *l = gs__tenant_ledger();
+    board_full_read();
     g = l ? gate_new(l, gpu) : NULL;
-    atomic_store(&gates[gpu], g ? g : GATE_NONE);
+    g = l && !g ? GATE_NONE : g;
+    atomic_store(&gates[gpu], g ? g : GATE_PASS);
   }
   pthread_mutex_unlock(&gates_lock);
-  return g == GATE_NONE ? NULL : g;
+  return g == GATE_PASS ? NULL : g;
 }
 
 struct gs_gate *gs__gate(void)
@@ -103,6 +168,6 @@ struct gs_gate *gs__gate(void)
     return NULL;
   struct gs_gate *g = atomic_load_explicit(&gates[gpu], memory_order_acquire);
   if (__builtin_expect(g != NULL, 1))
-    return g == GATE_NONE ? NULL : g;
+    return g == GATE_PASS ? NULL : g;
   return gate_slow(gpu);
 }

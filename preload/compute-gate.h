@@ -10,7 +10,11 @@
  *
  * The common case, a launch by the holder of an unexpired turn, reads four words (one of them,
  * the board's turn, shared) and the clock: no lock, no syscall, no allocation. Everything else takes the gate's
- * mutex and may wait: that is the gating. */
+ * mutex and may wait: that is the gating.
+ *
+ * Gating fails closed. A gate without a board row (every row taken) waits for one or has
+ * its launches refused, as GPUSLICE_BOARD_FULL says; a gate that could not be made at all
+ * (no board) refuses them. A tenant's launch never runs ungated. */
 #ifndef GS_PRELOAD_GATE_H
 #define GS_PRELOAD_GATE_H
 
@@ -42,7 +46,8 @@ struct gs_markers {
 struct gs_gate {
   struct gs_board *b;
   struct gs_ledger *ledger;
-  int row, gpu;
+  _Atomic int row;               /* on the board; -1 until one is claimed (under mu) */
+  int gpu;
   pthread_mutex_t mu;
   _Atomic uint64_t turn;         /* the turn this process holds, 0 for none */
   _Atomic uint64_t deadline_ns;  /* when the turn must be looked at again */
@@ -59,12 +64,17 @@ struct gs_gate {
   struct gs_markers mk;
 };
 
-/* The gate for the calling thread's GPU, or NULL when the process is no tenant (or the GPU
- * cannot be gated: then launches pass straight through, and the reason is logged once). */
+/* The gate for the calling thread's GPU, or NULL when the process is no tenant: then
+ * launches pass straight through. A GPU that cannot be gated has a gate without a board,
+ * which refuses every launch (the reason is logged once). */
 struct gs_gate *gs__gate(void);
 
-/* Before a launch: returns, with the time, when this process may submit work to the GPU. */
+/* Before a launch: returns, with the time, when this process may submit work to the GPU;
+ * 0 when the launch is refused (no board, or no row: see gs__gate_row). */
 uint64_t gs__gate_enter(struct gs_gate *g, CUstream s, bool ptsz);
+/* With mu held: true once the gate has a board row, claiming one now if it has none. When
+ * every row is taken it waits for one, or not, as GPUSLICE_BOARD_FULL says (compute-gate.c). */
+bool gs__gate_row(struct gs_gate *g);
 /* After a launch that succeeded; now is what enter returned. */
 void gs__gate_leave(struct gs_gate *g, CUstream s, bool ptsz, uint64_t now);
 /* Around a synchronize call: a holder that has drained its work gives the turn back there

@@ -8,7 +8,8 @@
 #include "compute-gate.h"
 #include "hooks.h"
 
-/* Runs `call` (a driver call on stream s) through the gate. */
+/* Runs `call` (a driver call on stream s) through the gate. A launch the gate refuses (it
+ * has no board or board row for the tenant) is CUDA_ERROR_NOT_PERMITTED, never ungated. */
 #define GS_GATED(fn, s, ptsz, ...)                                     \
   do {                                                                 \
     GS_REAL_OR_FAIL(fn);                                               \
@@ -16,6 +17,8 @@
     if (!g_)                                                           \
       return gs__cuda.fn(__VA_ARGS__);                                 \
     uint64_t now_ = gs__gate_enter(g_, (s), (ptsz));                   \
+    if (__builtin_expect(now_ == 0, 0))                                \
+      return CUDA_ERROR_NOT_PERMITTED;                                 \
     CUresult rc_ = gs__cuda.fn(__VA_ARGS__);                           \
     if (rc_ == CUDA_SUCCESS)                                           \
       gs__gate_leave(g_, (s), (ptsz), now_);                           \

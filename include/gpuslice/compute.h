@@ -28,8 +28,10 @@
 #include <gpuslice/tenant-ledger.h>
 
 #define GS_BOARD_MAGIC 0x314452414f425347ULL /* "GSBOARD1" */
-#define GS_BOARD_VERSION 1
-#define GS_BOARD_ROWS 64
+#define GS_BOARD_VERSION 2
+/* Tenants per GPU. Scans of the rows stop at the board's rows_used, so a board with few
+ * tenants costs what a small board would. */
+#define GS_BOARD_ROWS 1024
 #define GS_BOARD_UUID_MAX 96
 #define GS_BOARD_DEFAULT_SLICE_MS 20
 #define GS_WEIGHT_FULL 1000000u
@@ -65,7 +67,7 @@ struct gs_board {
   _Atomic uint32_t seq;          /* futex word: bumped whenever the turn is given back or wanted */
   _Atomic uint64_t turn;         /* 0 when free, else GS_TURN(row, pid, gen) */
   _Atomic uint32_t gen;
-  uint32_t pad;
+  _Atomic uint32_t rows_used;    /* one past the highest row ever claimed: where scans stop */
   _Atomic uint64_t turn_start_ns;
   _Atomic uint64_t holder_active_ns; /* UINT64_MAX while the holder is synchronizing */
   struct gs_board_row row[GS_BOARD_ROWS];
@@ -84,7 +86,7 @@ _Static_assert(offsetof(struct gs_board_row, credit_ns) == 96, "bump GS_BOARD_VE
 _Static_assert(offsetof(struct gs_board_row, credit_at_ns) == 104, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board_row, waiting_ns) == 112, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board_row, active_ns) == 120, "bump GS_BOARD_VERSION");
-_Static_assert(sizeof(struct gs_board) == 8344, "gs_board changed: bump GS_BOARD_VERSION");
+_Static_assert(sizeof(struct gs_board) == 152 + 128 * 1024, "gs_board changed: bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, version) == 8, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, size) == 12, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, uuid) == 16, "bump GS_BOARD_VERSION");
@@ -92,13 +94,17 @@ _Static_assert(offsetof(struct gs_board, slice_ms) == 112, "bump GS_BOARD_VERSIO
 _Static_assert(offsetof(struct gs_board, seq) == 116, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, turn) == 120, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, gen) == 128, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, rows_used) == 132, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, turn_start_ns) == 136, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, holder_active_ns) == 144, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, row) == 152, "bump GS_BOARD_VERSION");
 
-#define GS_TURN(row, pid, gen) (((uint64_t) (gen) << 40) | ((uint64_t) (row) << 32) | (uint32_t) (pid))
-#define GS_TURN_ROW(t) ((int) (((t) >> 32) & 0xff))
+/* A turn word: the holder's pid in bits 0-31, its row in bits 32-41, a generation above. */
+#define GS_TURN_GEN_MASK 0x3fffffu
+#define GS_TURN(row, pid, gen) (((uint64_t) (gen) << 42) | ((uint64_t) (row) << 32) | (uint32_t) (pid))
+#define GS_TURN_ROW(t) ((int) (((t) >> 32) & 0x3ff))
 #define GS_TURN_PID(t) ((pid_t) ((t) &0xffffffffu))
+_Static_assert(GS_BOARD_ROWS <= 0x3ff + 1, "a row must fit the turn word's 10 bits");
 
 /* Maps (creating if needed) the board of the GPU named uuid under <dir>/gpus. */
 int gs_board_open(const char *dir, const char *uuid, struct gs_board **out, gs_error_t *err);
@@ -108,6 +114,22 @@ void gs_board_close(struct gs_board *b);
  * -1 when all rows are taken by live tenants. */
 int gs_board_row_claim(struct gs_board *b, const char *tenant, uint32_t weight_ppm, uint32_t policy,
                        uint32_t priority, uint64_t now);
+/* How many rows a scan must look at: rows_used, within the board. */
+int gs_board_rows(struct gs_board *b);
+
+/* What a tenant does when every row of its GPU's board is taken (GPUSLICE_BOARD_FULL): wait
+ * up to wait_s for a row, then have the launch refused; or be refused at once. Never run
+ * ungated: a tenant off the board would not be held to its share. */
+enum gs_board_full_mode { GS_BOARD_FULL_WAIT = 0, GS_BOARD_FULL_REFUSE = 1 };
+#define GS_BOARD_FULL_WAIT_S 60u
+#define GS_BOARD_FULL_WAIT_MAX_S 86400u
+struct gs_board_full {
+  uint32_t mode; /* enum gs_board_full_mode */
+  uint32_t wait_s;
+};
+/* Reads "wait", "wait:SECONDS" (0..86400) or "refuse"; NULL or "" is the default, wait for
+ * GS_BOARD_FULL_WAIT_S. -1 on anything else, with *out the default. */
+int gs_board_full_parse(const char *s, struct gs_board_full *out);
 
 /* The turn's length in ns. */
 uint64_t gs_board_slice_ns(const struct gs_board *b);

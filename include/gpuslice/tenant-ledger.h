@@ -49,6 +49,10 @@ enum gs_compute_policy { GS_COMPUTE_SHARE = 0, GS_COMPUTE_CAP = 1 };
 /* NORMAL is 0 so that a zeroed spec means normal priority. */
 enum gs_priority { GS_PRIO_NORMAL = 0, GS_PRIO_LOW = 1, GS_PRIO_HIGH = 2 };
 
+/* The smallest percentage a limit held in millionths can be: one millionth of the GPU. A
+ * smaller one would round to 0, which means no limit, so every reader refuses it instead. */
+#define GS_PCT_MIN 0.0001
+
 /* The tenant's compute limit, the same on every GPU it uses. limit_ppm 0 means none. */
 struct gs_ledger_compute {
   _Atomic uint32_t limit_ppm;  /* share of the GPU in millionths (1..1000000), or 0 */

@@ -1,5 +1,6 @@
 """Helpers for the compute-share tests (test_compute_*.py): a reader for the tenant ledger
-(struct gs_ledger, version 2, in include/gpuslice/tenant-ledger.h), and saturating or paced tenants that start
+(struct gs_ledger, version 2, in include/gpuslice/tenant-ledger.h), the compute board's layout
+(struct gs_board, version 2, in include/gpuslice/compute.h), and saturating or paced tenants that start
 together on the simulated GPU and report the device time they got inside one common window.
 
 Why a common window: each tenant's `gpuslice run` and workload start at slightly different
@@ -26,6 +27,64 @@ _HEAD = struct.Struct("<QII64s1024siIQQQ")       # magic .. context_reserve_byte
 _COMPUTE = struct.Struct("<IIII")                # limit_ppm, policy, priority, slice_ms
 _GPU = struct.Struct("<QIIQQQQII")               # one struct gs_ledger_gpu, 56 bytes
 _COMPUTE_AT, _GPU_AT = 1136, 1152
+
+# struct gs_board, version 2 (include/gpuslice/compute.h), pinned there by _Static_asserts.
+BOARD_MAGIC = 0x314452414F425347
+BOARD_VERSION = 2
+BOARD_ROWS = 1024
+BOARD_ROW_AT, BOARD_ROW_SIZE = 152, 128
+BOARD_SIZE = BOARD_ROW_AT + BOARD_ROWS * BOARD_ROW_SIZE
+_BOARD_HEAD = struct.Struct("<QII96sIIQII")       # magic .. gen, rows_used
+BOARD_ROWS_USED_AT = 132
+ROW_FREE, ROW_LIVE = 0, 2
+_ROW_TENANT_AT, _ROW_ACTIVE_AT = 8, 120
+
+
+def board_header(raw):
+    """magic, version, size, uuid, slice_ms, seq, turn, gen, rows_used of a board file's bytes."""
+    f = _BOARD_HEAD.unpack_from(raw, 0)
+    return {"magic": f[0], "version": f[1], "size": f[2], "uuid": f[3].split(b"\0")[0].decode(),
+            "slice_ms": f[4], "seq": f[5], "turn": f[6], "gen": f[7], "rows_used": f[8]}
+
+
+def board_rows(raw):
+    """How many rows the board file holds, from the size in its own header: a reader of any
+    version's board (the tests that fill one must fill all of it, whatever it is)."""
+    return (board_header(raw)["size"] - BOARD_ROW_AT) // BOARD_ROW_SIZE
+
+
+def board_row(raw, i):
+    """(state, tenant) of row i."""
+    at = BOARD_ROW_AT + i * BOARD_ROW_SIZE
+    state = struct.unpack_from("<I", raw, at)[0]
+    return state, raw[at + _ROW_TENANT_AT:at + _ROW_TENANT_AT + 64].split(b"\0")[0].decode()
+
+
+def board_fill(path, prefix="filler"):
+    """Takes every row of the board at path for live tenants `<prefix><i>` that launched just
+    now (so that none is stale for a minute), as that many tenants would."""
+    with open(path, "r+b") as f:
+        rows = board_rows(f.read())
+        now = time.monotonic_ns()
+        for i in range(rows):
+            at = BOARD_ROW_AT + i * BOARD_ROW_SIZE
+            f.seek(at + _ROW_TENANT_AT)
+            f.write(f"{prefix}{i}".encode().ljust(64, b"\0"))
+            f.seek(at + _ROW_ACTIVE_AT)
+            f.write(struct.pack("<Q", now))
+            f.seek(at)
+            f.write(struct.pack("<I", ROW_LIVE))
+        f.seek(BOARD_ROWS_USED_AT)
+        f.write(struct.pack("<I", rows))
+    return rows
+
+
+def board_free_row(path, i):
+    """Frees row i, as a tenant that ended long ago leaves it."""
+    with open(path, "r+b") as f:
+        f.seek(BOARD_ROW_AT + i * BOARD_ROW_SIZE)
+        f.write(struct.pack("<I", ROW_FREE))
+
 
 POLICY = {"share": 0, "cap": 1}
 CPU_SHARE_MAX = 0.5   # of one CPU, for all the tenants of a group together

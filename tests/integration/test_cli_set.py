@@ -76,6 +76,15 @@ def test_bad_values_are_usage_errors_and_nothing_is_sent(tmp_path, args, why):
     assert reqs == []
 
 
+@pytest.mark.parametrize("pct", ["0.00001", "0.00005", "1e-9"])
+def test_compute_below_a_millionth_is_one_usage_line_naming_the_smallest(tmp_path, pct):
+    # The limit is held in millionths: sent, it would arrive as 0, which means no limit.
+    r, reqs = set_(tmp_path / "d.sock", "alpha", "--compute", pct)
+    assert r.returncode == 2 and reqs == []
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("gpuslice: set: "), r.stderr
+    assert f"'{pct}'" in r.stderr and "0.0001" in r.stderr, r.stderr
+
+
 def test_none_lifts_limits_and_gpu_picks_one(tmp_path):
     r, reqs = set_(tmp_path / "d.sock", "alpha", "--vram", "none", "--compute", "none")
     assert r.returncode == 0, r.stderr

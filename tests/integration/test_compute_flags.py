@@ -53,6 +53,13 @@ def test_bad_compute_option_exits_2_with_one_line_before_anything_starts(options
     assert bad in line and options[0] in line, line
 
 
+@pytest.mark.parametrize("pct", ["0.00001", "0.00005", "1e-9"])
+def test_compute_below_a_millionth_exits_2_naming_the_smallest_share(pct, env, tmp_path):
+    # Held in millionths, a smaller share would round to 0 (no limit) or up to a larger one.
+    line = refused(["--compute", pct], env, tmp_path / "started")
+    assert f"'{pct}'" in line and "0.0001" in line, line
+
+
 def ledger_of_run(options, env):
     """The tenant's ledger as its own command sees it, read while `run` is alive."""
     cmd = ["sh", "-c", 'cat "$GPUSLICE_STATE_DIR/tenants/flags"']

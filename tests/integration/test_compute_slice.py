@@ -2,21 +2,19 @@
 the GPU hand it back and forth once per turn, so the number of turns the GPU's compute board
 counts over a run is the run's length over N: ten times more turns at 4 ms than at 40 ms.
 Bad values are refused."""
-import struct
 import subprocess
 import time
 
+from compute_util import board_header
 from quota_env import GPUSLICE, json_lines, quota_env
 from wl_run import WORKLOAD
 
 SECONDS = 3
-# struct gs_board (include/gpuslice/compute.h): magic u64, version u32, size u32, uuid char[96],
-# slice_ms u32, seq u32, turn u64, gen u32: the count of turns taken.
-GEN_OFFSET = 8 + 4 + 4 + 96 + 4 + 4 + 8
 
 
 def turns(board):
-    return struct.unpack_from("<I", board.read_bytes(), GEN_OFFSET)[0]
+    """The board's gen: the count of turns taken."""
+    return board_header(board.read_bytes())["gen"]
 
 
 def run_pair(tmp_path, slice_ms):

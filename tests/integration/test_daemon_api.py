@@ -125,6 +125,26 @@ def test_bad_limit_changes_are_a_400_and_change_nothing(daemon):
         t.end()
 
 
+@pytest.mark.parametrize("field", ["compute_pct", "vram_pct"])
+def test_a_registration_below_a_millionth_is_a_400_naming_the_value_and_the_smallest(daemon, field):
+    # Held in millionths, 0.00001% would round to 0: no limit at all.
+    status, body = daemon.request("POST", "/v1/tenants", body={"name": "tiny", field: 0.00001})
+    assert_error(status, body, 400)
+    assert field in body["error"] and "1e-05" in body["error"] and "0.0001" in body["error"], body
+    assert "tiny" not in daemon.tenants()
+
+
+def test_a_compute_limit_below_a_millionth_is_a_400_and_the_limit_stays(daemon):
+    t = Tenant(daemon, "tiny", ["--compute", "30"], 64 * MIB)
+    try:
+        status, body = daemon.request("PATCH", "/v1/tenants/tiny", body={"compute_pct": 0.00001})
+        assert_error(status, body, 400)
+        assert "compute_pct" in body["error"] and "1e-05" in body["error"] and "0.0001" in body["error"], body
+        assert daemon.tenants()["tiny"]["limits"]["compute_pct"] == 30
+    finally:
+        t.end()
+
+
 # ---- access: users see and change only their own tenants ----
 
 def user_tenant(d, pw, name, root):

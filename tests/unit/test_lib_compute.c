@@ -192,6 +192,77 @@ static void test_rows_run_out_cleanly(void **state)
   assert_true(gs_board_row_claim(b, "late", 10000, 0, 0, T0 + GS_ROW_STALE_NS + 1) >= 0);
 }
 
+/* Issue #12: a 65th tenant found no row and ran ungated. The board now holds 1,024, and a
+ * turn word names any of them. */
+static void test_board_holds_1024_tenants_and_their_turns(void **state)
+{
+  char name[16];
+  int last = -1;
+  (void) state;
+  for (int i = 0; i < 1024; i++) {
+    snprintf(name, sizeof(name), "t%d", i);
+    int r = row(name, 1, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+    assert_int_equal(r, i);
+    last = r;
+  }
+  assert_int_equal(row("t1024", 1, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), -1);
+  uint64_t t = gs_board_take(b, last, getpid(), T0);
+  assert_true(t != 0);
+  assert_int_equal(GS_TURN_ROW(t), 1023);
+  assert_int_equal(GS_TURN_PID(t), getpid());
+  /* A waiting row past the old 64 is seen by the scheduler. */
+  assert_true(gs_board_release(b, t));
+  gs_board_wait_mark(b, 1000, T0);
+  assert_int_equal(gs_board_pick(b, T0), 1000);
+}
+
+/* Scans stop at the rows ever claimed, so that a board of few tenants is scanned as a small one. */
+static void test_scans_stop_at_the_rows_in_use(void **state)
+{
+  (void) state;
+  assert_int_equal(gs_board_rows(b), 0);
+  int a = row("a", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), c = row("c", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  assert_int_equal(gs_board_rows(b), 2);
+  assert_int_equal(row("a", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), a);
+  assert_int_equal(gs_board_rows(b), 2);
+  gs_board_wait_mark(b, c, T0);
+  assert_int_equal(gs_board_pick(b, T0), c);
+  atomic_store(&b->rows_used, 100000); /* a corrupt hint stays within the board */
+  assert_int_equal(gs_board_rows(b), GS_BOARD_ROWS);
+}
+
+static void test_board_full_setting_is_wait_bounded_or_refuse(void **state)
+{
+  static const struct {
+    const char *in;
+    int rc;
+    uint32_t mode, wait_s;
+  } cases[] = {
+    { NULL, 0, GS_BOARD_FULL_WAIT, GS_BOARD_FULL_WAIT_S },
+    { "", 0, GS_BOARD_FULL_WAIT, GS_BOARD_FULL_WAIT_S },
+    { "wait", 0, GS_BOARD_FULL_WAIT, GS_BOARD_FULL_WAIT_S },
+    { "wait:5", 0, GS_BOARD_FULL_WAIT, 5 },
+    { "wait:0", 0, GS_BOARD_FULL_WAIT, 0 },
+    { "wait:86400", 0, GS_BOARD_FULL_WAIT, 86400 },
+    { "refuse", 0, GS_BOARD_FULL_REFUSE, GS_BOARD_FULL_WAIT_S },
+    /* Anything else is the default, never "ungated". */
+    { "open", -1, GS_BOARD_FULL_WAIT, GS_BOARD_FULL_WAIT_S },
+    { "wait:", -1, GS_BOARD_FULL_WAIT, GS_BOARD_FULL_WAIT_S },
+    { "wait:-1", -1, GS_BOARD_FULL_WAIT, GS_BOARD_FULL_WAIT_S },
+    { "wait:5s", -1, GS_BOARD_FULL_WAIT, GS_BOARD_FULL_WAIT_S },
+    { "wait:86401", -1, GS_BOARD_FULL_WAIT, GS_BOARD_FULL_WAIT_S },
+    { "wait:99999999999999999999", -1, GS_BOARD_FULL_WAIT, GS_BOARD_FULL_WAIT_S },
+    { "REFUSE", -1, GS_BOARD_FULL_WAIT, GS_BOARD_FULL_WAIT_S },
+  };
+  (void) state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    struct gs_board_full f;
+    assert_int_equal(gs_board_full_parse(cases[i].in, &f), cases[i].rc);
+    assert_int_equal(f.mode, cases[i].mode);
+    assert_int_equal(f.wait_s, cases[i].wait_s);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -206,6 +277,9 @@ int main(void)
     cmocka_unit_test_setup_teardown(test_returning_row_starts_level_not_ahead, setup, teardown),
     cmocka_unit_test_setup_teardown(test_turn_is_exclusive_and_stealable_from_idle_or_dead, setup, teardown),
     cmocka_unit_test_setup_teardown(test_rows_run_out_cleanly, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_board_holds_1024_tenants_and_their_turns, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_scans_stop_at_the_rows_in_use, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_board_full_setting_is_wait_bounded_or_refuse, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
