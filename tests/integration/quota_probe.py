@@ -1,11 +1,16 @@
 """Driver calls through ctypes whose answers the quota tests compare inside and outside a
 tenant: the interposer must hand back the driver's own result where it has nothing to add.
 
-Usage: python3 quota_probe.py COMMAND; prints one JSON object.
+Usage: python3 quota_probe.py COMMAND [ARGS...]; prints one JSON object.
   meminfo-null   cuMemGetInfo_v2 with NULL arguments (and once with none, for the values)
   free-unknown   cuMemFree_v2 of pointers the interposer never saw: one never allocated,
                  one freed twice; and cuMemGetInfo_v2 before and after
-  alloc-and-exit allocates 800 MiB and exits normally without freeing it"""
+  alloc-and-exit allocates 800 MiB and exits normally without freeing it
+  array-v1 HOW   1 GiB arrays through the v1 ABI (cuArrayCreate, cuArray3DCreate and the v1
+                 descriptors) found HOW: dlsym, or procaddr@VERSION / legacy@VERSION
+                 (cuGetProcAddress_v2 / cuGetProcAddress) at a version below 3020, where the
+                 driver hands out that ABI; up to 16 of each until refused, destroyed each time,
+                 and the 2D ones once more"""
 import ctypes as C
 import json
 import sys
@@ -38,7 +43,58 @@ def cmd_alloc_and_exit(cu):
     return {"allocated": 800 << 20}
 
 
-COMMANDS = {"meminfo-null": cmd_meminfo_null, "free-unknown": cmd_free_unknown, "alloc-and-exit": cmd_alloc_and_exit}
+class ArrayDescV1(C.Structure):
+    _fields_ = [("Width", C.c_uint), ("Height", C.c_uint), ("Format", C.c_int), ("NumChannels", C.c_uint)]
+
+
+class Array3DDescV1(C.Structure):
+    _fields_ = [("Width", C.c_uint), ("Height", C.c_uint), ("Depth", C.c_uint), ("Format", C.c_int),
+                ("NumChannels", C.c_uint), ("Flags", C.c_uint)]
+
+
+CU_AD_FORMAT_FLOAT = 0x20
+ARRAY_FN = C.CFUNCTYPE(C.c_int, C.POINTER(C.c_void_p), C.c_void_p)
+
+
+def v1_entry(cu, how, name):
+    """The entry `name` found the way `how` says (see the top of the file)."""
+    if how == "dlsym":
+        return ARRAY_FN(C.cast(getattr(cu.lib, name), C.c_void_p).value)
+    kind, version = how.split("@")
+    fn, status = C.c_void_p(), C.c_int()
+    if kind == "procaddr":
+        rc = cu.lib.cuGetProcAddress_v2(name.encode(), C.byref(fn), int(version), C.c_uint64(0), C.byref(status))
+    else:
+        rc = cu.lib.cuGetProcAddress(name.encode(), C.byref(fn), int(version), C.c_uint64(0))
+    cu.check(rc, f"cuGetProcAddress {name}")
+    return ARRAY_FN(fn.value)
+
+
+def arrays_until_refused(fn, desc, limit=16):
+    """Creates arrays from desc until refused or `limit` are made: (handles, last code)."""
+    made, rc = [], 0
+    while len(made) < limit:
+        a = C.c_void_p()
+        rc = fn(C.byref(a), C.cast(C.byref(desc), C.c_void_p))
+        if rc != 0:
+            break
+        made.append(a)
+    return made, rc
+
+
+def cmd_array_v1(cu, how):
+    # 16384 x 16384 and 1024 x 1024 x 256 single floats: 1 GiB each.
+    d2 = ArrayDescV1(16384, 16384, CU_AD_FORMAT_FLOAT, 1)
+    d3 = Array3DDescV1(1024, 1024, 256, CU_AD_FORMAT_FLOAT, 1, 0)
+    res = {}
+    for key, name, desc in [("2d", "cuArrayCreate", d2), ("3d", "cuArray3DCreate", d3), ("again", "cuArrayCreate", d2)]:
+        made, rc = arrays_until_refused(v1_entry(cu, how, name), desc)
+        res[key] = {"gib": len(made), "refused": rc, "destroyed": [cu.lib.cuArrayDestroy(a) for a in made]}
+    return res
+
+
+COMMANDS = {"meminfo-null": cmd_meminfo_null, "free-unknown": cmd_free_unknown, "alloc-and-exit": cmd_alloc_and_exit,
+            "array-v1": cmd_array_v1}
 
 if __name__ == "__main__":
-    print(json.dumps(COMMANDS[sys.argv[1]](Cuda(0))), flush=True)
+    print(json.dumps(COMMANDS[sys.argv[1]](Cuda(0), *sys.argv[2:])), flush=True)
