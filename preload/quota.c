@@ -197,6 +197,26 @@ bool gs__peek(enum gs_map map, uint64_t key, uint64_t *charge)
   return ledger() && gs_ptrmap_get(&T.maps[map], key, charge);
 }
 
+bool gs__map_put(enum gs_map map, uint64_t key, uint64_t value)
+{
+  return ledger() && gs_ptrmap_put(&T.maps[map], key, value) == 0;
+}
+
+bool gs__map_get(enum gs_map map, uint64_t key, uint64_t *value)
+{
+  return ledger() && gs_ptrmap_get(&T.maps[map], key, value);
+}
+
+bool gs__map_take(enum gs_map map, uint64_t key, uint64_t *value)
+{
+  return ledger() && gs_ptrmap_take(&T.maps[map], key, value);
+}
+
+bool gs__map_add(enum gs_map map, uint64_t key, int64_t delta, uint64_t *after)
+{
+  return ledger() && gs_ptrmap_add(&T.maps[map], key, delta, after);
+}
+
 /* 1 when the process sees exactly one GPU, 0 when it sees more, -1 until known. */
 static _Atomic int single_gpu = -1;
 

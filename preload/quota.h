@@ -25,6 +25,10 @@ enum gs_map {
   GS_MAP_HANDLE, /* VMM allocation handles */
   GS_MAP_ARRAY,  /* arrays and mipmapped arrays */
   GS_MAP_CTX,    /* contexts made with cuCtxCreate */
+  /* Raw maps (gs__map_*), not charges. */
+  GS_MAP_HANDLE_REFS, /* VMM handle -> references keeping its memory: the user's, plus one per mapping */
+  GS_MAP_VA_HANDLE,   /* start of a mapping made by cuMemMap -> the handle it maps */
+  GS_MAP_VA_SIZE,     /* start of a mapping -> its size */
   GS_MAP_COUNT
 };
 
@@ -49,6 +53,13 @@ bool gs__remember(enum gs_map map, uint64_t key, uint64_t bytes, int gpu);
 bool gs__forget(enum gs_map map, uint64_t key, uint64_t *charge);
 /* What was charged for key, leaving it recorded. False when gpuslice never charged for it. */
 bool gs__peek(enum gs_map map, uint64_t key, uint64_t *charge);
+
+/* The raw maps, for values that are not charges; all false when the process is no tenant.
+ * gs__map_add changes a value in place, atomically (see gs_ptrmap_add). */
+bool gs__map_put(enum gs_map map, uint64_t key, uint64_t value);
+bool gs__map_get(enum gs_map map, uint64_t key, uint64_t *value);
+bool gs__map_take(enum gs_map map, uint64_t key, uint64_t *value);
+bool gs__map_add(enum gs_map map, uint64_t key, int64_t delta, uint64_t *after);
 
 /* The GPU the calling thread's current context is on, or -1. */
 int gs__current_gpu(void);

@@ -10,7 +10,14 @@ Usage: python3 quota_probe.py COMMAND [ARGS...]; prints one JSON object.
                  descriptors) found HOW: dlsym, or procaddr@VERSION / legacy@VERSION
                  (cuGetProcAddress_v2 / cuGetProcAddress) at a version below 3020, where the
                  driver hands out that ABI; up to 16 of each until refused, destroyed each time,
-                 and the 2D ones once more"""
+                 and the 2D ones once more
+  vmm-release-mapped
+                 up to 8 times: cuMemCreate of 1 GiB, mapped at two addresses, cuMemRelease
+                 while mapped; cuMemGetInfo_v2's free after that, after unmapping the first
+                 mapping of each, and after the last; then how many it can hold again, and
+                 the free after unmapping both mappings of each with one call
+  vmm-retain     NCCL's order of freeing a mapped 1 GiB handle: retain it by address, release
+                 that, unmap, release; cuMemGetInfo_v2's free after each step"""
 import ctypes as C
 import json
 import sys
@@ -93,8 +100,89 @@ def cmd_array_v1(cu, how):
     return res
 
 
+class MemLocation(C.Structure):
+    _fields_ = [("type", C.c_int), ("id", C.c_int)]
+
+
+class MemAllocationProp(C.Structure):
+    _fields_ = [("type", C.c_int), ("requestedHandleTypes", C.c_int), ("location", MemLocation),
+                ("win32HandleMetaData", C.c_void_p), ("allocFlags", C.c_ubyte * 8)]
+
+
+GIB = 1 << 30
+
+
+def vmm_create_mapped_twice(cu):
+    """One 1 GiB handle mapped at two addresses, then released while both map it: (rc, mappings)."""
+    prop = MemAllocationProp(type=1, location=MemLocation(1, 0))  # pinned, on device 0
+    h, va = C.c_uint64(), C.c_uint64()
+    rc = cu.lib.cuMemCreate(C.byref(h), C.c_size_t(GIB), C.byref(prop), C.c_ulonglong(0))
+    if rc != 0:
+        return rc, []
+    cu.check(cu.lib.cuMemAddressReserve(C.byref(va), C.c_size_t(2 * GIB), C.c_size_t(0), C.c_uint64(0),
+                                        C.c_ulonglong(0)), "cuMemAddressReserve")
+    maps = [va.value, va.value + GIB]
+    for m in maps:
+        cu.check(cu.lib.cuMemMap(C.c_uint64(m), C.c_size_t(GIB), C.c_size_t(0), h, C.c_ulonglong(0)), "cuMemMap")
+    cu.check(cu.lib.cuMemRelease(h), "cuMemRelease")
+    return 0, maps
+
+
+def vmm_unmap(cu, m):
+    cu.check(cu.lib.cuMemUnmap(C.c_uint64(m), C.c_size_t(GIB)), "cuMemUnmap")
+
+
+def cmd_vmm_release_mapped(cu):
+    held, rc = [], 0
+    while len(held) < 8:
+        rc, maps = vmm_create_mapped_twice(cu)
+        if rc != 0:
+            break
+        held.append(maps)
+    res = {"held": len(held), "refused": rc, "free_released": cu.mem_info()[0]}
+    for first, _ in held:
+        vmm_unmap(cu, first)
+    res["free_first_unmaps"] = cu.mem_info()[0]
+    for _, last in held:
+        vmm_unmap(cu, last)
+    res["free_last_unmaps"] = cu.mem_info()[0]
+    for first, _ in held:
+        cu.check(cu.lib.cuMemAddressFree(C.c_uint64(first), C.c_size_t(2 * GIB)), "cuMemAddressFree")
+    again = []
+    while len(again) < 8:
+        rc, maps = vmm_create_mapped_twice(cu)
+        if rc != 0:
+            break
+        again.append(maps[0])
+    res["held_again"] = len(again)
+    # Both mappings of a handle lie back to back: one call unmaps them.
+    res["unmap_both"] = [cu.lib.cuMemUnmap(C.c_uint64(m), C.c_size_t(2 * GIB)) for m in again]
+    res["free_both_unmapped"] = cu.mem_info()[0]
+    return res
+
+
+def cmd_vmm_retain(cu):
+    """NCCL's free: cuMemRetainAllocationHandle on the address, release, unmap, release."""
+    prop = MemAllocationProp(type=1, location=MemLocation(1, 0))
+    h, h2, va = C.c_uint64(), C.c_uint64(), C.c_uint64()
+    cu.check(cu.lib.cuMemCreate(C.byref(h), C.c_size_t(GIB), C.byref(prop), C.c_ulonglong(0)), "cuMemCreate")
+    cu.check(cu.lib.cuMemAddressReserve(C.byref(va), C.c_size_t(GIB), C.c_size_t(0), C.c_uint64(0),
+                                        C.c_ulonglong(0)), "cuMemAddressReserve")
+    cu.check(cu.lib.cuMemMap(va, C.c_size_t(GIB), C.c_size_t(0), h, C.c_ulonglong(0)), "cuMemMap")
+    res = {"free_mapped": cu.mem_info()[0]}
+    cu.check(cu.lib.cuMemRetainAllocationHandle(C.byref(h2), C.c_void_p(va.value)), "cuMemRetainAllocationHandle")
+    cu.check(cu.lib.cuMemRelease(h2), "cuMemRelease")
+    res["free_retain_released"] = cu.mem_info()[0]
+    vmm_unmap(cu, va.value)
+    res["free_unmapped"] = cu.mem_info()[0]
+    cu.check(cu.lib.cuMemRelease(h), "cuMemRelease")
+    res["free_released"] = cu.mem_info()[0]
+    return res
+
+
 COMMANDS = {"meminfo-null": cmd_meminfo_null, "free-unknown": cmd_free_unknown, "alloc-and-exit": cmd_alloc_and_exit,
-            "array-v1": cmd_array_v1}
+            "array-v1": cmd_array_v1, "vmm-release-mapped": cmd_vmm_release_mapped,
+            "vmm-retain": cmd_vmm_retain}
 
 if __name__ == "__main__":
     print(json.dumps(COMMANDS[sys.argv[1]](Cuda(0), *sys.argv[2:])), flush=True)
