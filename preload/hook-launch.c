@@ -7,6 +7,7 @@
  * not gated. */
 #include "compute-gate.h"
 #include "hooks.h"
+#include "pool-reserve.h"
 
 /* Runs `call` (a driver call on stream s) through the gate. */
 #define GS_GATED(fn, s, ptsz, ...)                                     \
@@ -32,6 +33,8 @@
     CUresult rc_ = gs__cuda.fn(__VA_ARGS__);                           \
     if (g_)                                                            \
       gs__gate_sync_end(g_);                                           \
+    if (rc_ == CUDA_SUCCESS)                                           \
+      gs__pool_settle(); /* pools give memory back at a sync */        \
     return rc_;                                                        \
   } while (0)
 

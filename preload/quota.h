@@ -42,6 +42,10 @@ bool gs__tenant_active(void);
  * CUDA_ERROR_OUT_OF_MEMORY past the limit (logged once), or CUDA_ERROR_NOT_PERMITTED when the
  * ledger is unreadable. Always succeeds when the process is no tenant. */
 CUresult gs__charge(int gpu, uint64_t bytes, const char *what);
+/* gs__charge without the refusal's log line, for a caller with another way to try first;
+ * gs__refuse then logs it (once per process) and returns CUDA_ERROR_OUT_OF_MEMORY. */
+CUresult gs__charge_quiet(int gpu, uint64_t bytes);
+CUresult gs__refuse(int gpu, uint64_t bytes, const char *what);
 /* Charges without checking the limit: for putting back what a failed free had released. */
 void gs__charge_force(int gpu, uint64_t bytes);
 void gs__uncharge(int gpu, uint64_t bytes);

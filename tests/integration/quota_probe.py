@@ -17,7 +17,11 @@ Usage: python3 quota_probe.py COMMAND [ARGS...]; prints one JSON object.
                  mapping of each, and after the last; then how many it can hold again, and
                  the free after unmapping both mappings of each with one call
   vmm-retain     NCCL's order of freeing a mapped 1 GiB handle: retain it by address, release
-                 that, unmap, release; cuMemGetInfo_v2's free after each step"""
+                 that, unmap, release; cuMemGetInfo_v2's free after each step
+  pool-reserve   1 GiB allocated, freed and synchronized: once from the default pool, then
+                 from new pools whose release threshold keeps everything, up to 8 until
+                 refused; then once more from the first, a trim of the first, the second
+                 destroyed; cuMemGetInfo_v2's free and the pools' reserved and used after each"""
 import ctypes as C
 import json
 import sys
@@ -180,9 +184,67 @@ def cmd_vmm_retain(cu):
     return res
 
 
+class MemPoolProps(C.Structure):
+    _fields_ = [("allocType", C.c_int), ("handleTypes", C.c_int), ("location", MemLocation),
+                ("win32SecurityAttributes", C.c_void_p), ("maxSize", C.c_size_t), ("usage", C.c_ushort),
+                ("reserved", C.c_ubyte * 54)]
+
+
+CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 4, 5, 7
+
+
+def pool_attr(cu, pool, attr):
+    v = C.c_uint64()
+    cu.check(cu.lib.cuMemPoolGetAttribute(pool, attr, C.byref(v)), "cuMemPoolGetAttribute")
+    return v.value
+
+
+def alloc_free_sync(cu, pool, size):
+    """Allocates size from pool (the device's current pool when None), frees it, synchronizes."""
+    p = C.c_uint64()
+    rc = (cu.lib.cuMemAllocFromPoolAsync(C.byref(p), C.c_size_t(size), pool, None) if pool
+          else cu.lib.cuMemAllocAsync(C.byref(p), C.c_size_t(size), None))
+    if rc == 0:
+        cu.check(cu.lib.cuMemFreeAsync(p, None), "cuMemFreeAsync")
+        cu.check(cu.lib.cuStreamSynchronize(None), "cuStreamSynchronize")
+    return rc
+
+
+def pool_keeping_everything(cu):
+    pool = C.c_void_p()
+    props = MemPoolProps(allocType=1, location=MemLocation(1, 0))
+    cu.check(cu.lib.cuMemPoolCreate(C.byref(pool), C.byref(props)), "cuMemPoolCreate")
+    keep = C.c_uint64(2**64 - 1)
+    cu.check(cu.lib.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, C.byref(keep)),
+             "cuMemPoolSetAttribute")
+    return pool
+
+
+def cmd_pool_reserve(cu):
+    res = {"default": alloc_free_sync(cu, None, GIB), "free_default": cu.mem_info()[0]}
+    pools, rc = [], 0
+    while len(pools) < 8:
+        pool = pool_keeping_everything(cu)
+        rc = alloc_free_sync(cu, pool, GIB)
+        if rc != 0:
+            cu.check(cu.lib.cuMemPoolDestroy(pool), "cuMemPoolDestroy")
+            break
+        pools.append(pool)
+    res.update(pools_kept=len(pools), refused=rc, free_kept=cu.mem_info()[0],
+               reserved=[pool_attr(cu, p, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) for p in pools],
+               used=[pool_attr(cu, p, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) for p in pools])
+    res["reuse"] = alloc_free_sync(cu, pools[0], GIB)
+    res["free_reused"] = cu.mem_info()[0]
+    cu.check(cu.lib.cuMemPoolTrimTo(pools[0], C.c_size_t(0)), "cuMemPoolTrimTo")
+    res["free_trimmed"] = cu.mem_info()[0]
+    cu.check(cu.lib.cuMemPoolDestroy(pools[1]), "cuMemPoolDestroy")
+    res["free_destroyed"] = cu.mem_info()[0]
+    return res
+
+
 COMMANDS = {"meminfo-null": cmd_meminfo_null, "free-unknown": cmd_free_unknown, "alloc-and-exit": cmd_alloc_and_exit,
             "array-v1": cmd_array_v1, "vmm-release-mapped": cmd_vmm_release_mapped,
-            "vmm-retain": cmd_vmm_retain}
+            "vmm-retain": cmd_vmm_retain, "pool-reserve": cmd_pool_reserve}
 
 if __name__ == "__main__":
     print(json.dumps(COMMANDS[sys.argv[1]](Cuda(0), *sys.argv[2:])), flush=True)
