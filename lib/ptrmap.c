@@ -176,6 +176,15 @@ bool gs_ptrmap_get(struct gs_ptrmap *m, uint64_t key, uint64_t *value)
   return e != NULL;
 }
 
+bool gs_ptrmap_add(struct gs_ptrmap *m, uint64_t key, int64_t delta, uint64_t *after)
+{
+  struct gs_ptrmap_entry *e = table_find(enter(m), key);
+  if (e)
+    *after = atomic_fetch_add_explicit(&e->value, (uint64_t) delta, memory_order_acq_rel) + (uint64_t) delta;
+  leave(m);
+  return e != NULL;
+}
+
 bool gs_ptrmap_take(struct gs_ptrmap *m, uint64_t key, uint64_t *value)
 {
   bool ok = false;

@@ -1,6 +1,8 @@
 /* Hooks for CUDA arrays and mipmapped arrays, which HAMi-core never counts. The charge is the
  * texels times their size, computed before the driver is called; the driver's own padding
- * is not visible through the API and is not charged. */
+ * is not visible through the API and is not charged. Both ABIs of the array creators are
+ * hooked: the _v2 symbols with size_t descriptors, and the unversioned ones with the 32-bit
+ * v1 descriptors, which old binaries link and cuGetProcAddress hands out below 3020. */
 #include "hooks.h"
 
 static uint64_t format_bytes(CUarray_format f)
@@ -50,6 +52,16 @@ static CUresult call_3d(CUarray *out, const void *d)
   return gs__cuda.cuArray3DCreate_v2(out, d);
 }
 
+static CUresult call_2d_v1(CUarray *out, const void *d)
+{
+  return gs__cuda.cuArrayCreate(out, d);
+}
+
+static CUresult call_3d_v1(CUarray *out, const void *d)
+{
+  return gs__cuda.cuArray3DCreate(out, d);
+}
+
 /* Charges bytes (0: nothing to charge, pass through), creates, and remembers the array. */
 static CUresult create_charged(CUarray *out, const void *d, uint64_t bytes, const char *what,
                                CUresult (*call)(CUarray *, const void *))
@@ -76,6 +88,20 @@ GS_HOOK CUresult cuArray3DCreate_v2(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR 
   GS_REAL_OR_FAIL(cuArray3DCreate_v2);
   uint64_t bytes = out && d ? level_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels) : 0;
   return create_charged(out, d, bytes, "cuArray3DCreate", call_3d);
+}
+
+GS_HOOK CUresult cuArrayCreate(CUarray *out, const CUDA_ARRAY_DESCRIPTOR_v1 *d)
+{
+  GS_REAL_OR_FAIL(cuArrayCreate);
+  uint64_t bytes = out && d ? level_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels) : 0;
+  return create_charged(out, d, bytes, "cuArrayCreate", call_2d_v1);
+}
+
+GS_HOOK CUresult cuArray3DCreate(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR_v1 *d)
+{
+  GS_REAL_OR_FAIL(cuArray3DCreate);
+  uint64_t bytes = out && d ? level_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels) : 0;
+  return create_charged(out, d, bytes, "cuArray3DCreate", call_3d_v1);
 }
 
 GS_HOOK CUresult cuArrayDestroy(CUarray a)

@@ -18,8 +18,9 @@
  *   FromHandle reports no size, and a shareable handle is opaque. Its memory is only usable once
  *   mapped, and cuMemMap names the offset and size. So an import is recorded with no charge,
  *   and any cuMemMap that reaches further into a handle than what is charged for it is charged
- *   the difference *before* the driver maps it. cuMemRelease (hook-vmm.c) gives the charge
- *   back, as for handles made with cuMemCreate. A valid mapping never reaches past the end of a
+ *   the difference *before* the driver maps it. The charge goes back when the handle's last
+ *   reference does (its release or its last unmap; hook-vmm.c), as for handles made with
+ *   cuMemCreate; every mapping is recorded there too (gs__vmm_mapped). A valid mapping never reaches past the end of a
  *   handle, and cuMemCreate handles are charged at their full size, so the same rule never
  *   charges those again: cuMemMap needs no notion of where a handle came from. */
 #include <pthread.h>
@@ -100,6 +101,10 @@ GS_HOOK CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *ha
     rc = gs__charge(prop.location.id, 0, "cuMemImportFromShareableHandle");
   if (rc == CUDA_SUCCESS && !gs__remember(GS_MAP_HANDLE, *handle, 0, prop.location.id))
     rc = CUDA_ERROR_OUT_OF_MEMORY;
+  if (rc == CUDA_SUCCESS && !gs__vmm_track(*handle)) {
+    gs__forget(GS_MAP_HANDLE, *handle, NULL);
+    rc = CUDA_ERROR_OUT_OF_MEMORY;
+  }
   if (rc != CUDA_SUCCESS)
     gs__cuda.cuMemRelease(*handle);
   return rc;
@@ -165,10 +170,10 @@ GS_HOOK CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
   GS_REAL_OR_FAIL(cuMemMap);
   if (size > UINT64_MAX - offset || !gs__peek(GS_MAP_HANDLE, handle, &v) ||
       (uint64_t) offset + size <= GS_CHARGE_BYTES(v))
-    return gs__cuda.cuMemMap(ptr, size, offset, handle, flags);
+    return gs__vmm_mapped(gs__cuda.cuMemMap(ptr, size, offset, handle, flags), ptr, size, handle);
   pthread_once(&grow_once, grow_init);
   pthread_mutex_lock(&grow_lock);
   CUresult rc = map_further(ptr, size, offset, handle, flags);
   pthread_mutex_unlock(&grow_lock);
-  return rc;
+  return gs__vmm_mapped(rc, ptr, size, handle);
 }

@@ -7,6 +7,7 @@
  * not gated. */
 #include "compute-gate.h"
 #include "hooks.h"
+#include "pool-reserve.h"
 
 /* Runs `call` (a driver call on stream s) through the gate. A launch the gate refuses (it
  * has no board or board row for the tenant) is CUDA_ERROR_NOT_PERMITTED, never ungated. */
@@ -35,6 +36,8 @@
     CUresult rc_ = gs__cuda.fn(__VA_ARGS__);                           \
     if (g_)                                                            \
       gs__gate_sync_end(g_);                                           \
+    if (rc_ == CUDA_SUCCESS)                                           \
+      gs__pool_settle(); /* pools give memory back at a sync */        \
     return rc_;                                                        \
   } while (0)
 

@@ -51,6 +51,11 @@ static inline CUresult gs__settle_free(CUresult rc, enum gs_map map, uint64_t ke
   return rc;
 }
 
+/* VMM reference counting (hook-vmm.c): starts the count of a handle gpuslice charges (false
+ * when it cannot be recorded), and completes a cuMemMap with the driver's answer rc. */
+bool gs__vmm_track(CUmemGenericAllocationHandle handle);
+CUresult gs__vmm_mapped(CUresult rc, CUdeviceptr ptr, size_t size, CUmemGenericAllocationHandle handle);
+
 /* A CUDA UUID as NVML writes it: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
 void gs__uuid_text(const CUuuid *u, char *buf, size_t len);
 

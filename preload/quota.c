@@ -14,6 +14,7 @@
 #include <gpuslice.h>
 #include <gpuslice/limits.h>
 #include <gpuslice/proc.h>
+#include "pool-reserve.h"
 #include "real.h"
 
 static struct {
@@ -47,6 +48,7 @@ static void after_fork_in_child(void)
   }
   pthread_mutex_init(&slot_lock, NULL);
   gs__ctx_after_fork();
+  gs__pool_after_fork();
 }
 
 /* At a normal exit the driver frees all the process held; the ledger gives it back at once
@@ -82,6 +84,7 @@ static void attach(void)
     return;
   }
   bind_daemon_limits();
+  gs__pool_reserve_init();
   pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 
@@ -139,6 +142,19 @@ static void log_refusal(int gpu, uint64_t bytes, const char *what)
 
 CUresult gs__charge(int gpu, uint64_t bytes, const char *what)
 {
+  CUresult rc = gs__charge_quiet(gpu, bytes);
+  return rc == CUDA_ERROR_OUT_OF_MEMORY ? gs__refuse(gpu, bytes, what) : rc;
+}
+
+CUresult gs__refuse(int gpu, uint64_t bytes, const char *what)
+{
+  if (ledger() && gpu >= 0 && gpu < GS_LEDGER_MAX_GPUS)
+    log_refusal(gpu, bytes, what);
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult gs__charge_quiet(int gpu, uint64_t bytes)
+{
   struct gs_ledger *l = ledger();
   if (!l)
     return T.failed ? CUDA_ERROR_NOT_PERMITTED : CUDA_SUCCESS;
@@ -150,10 +166,15 @@ CUresult gs__charge(int gpu, uint64_t bytes, const char *what)
   resolve_limit(gpu);
   if (gs_ledger_reserve(l, p, gpu, bytes) == 0)
     return CUDA_SUCCESS;
-  /* At the limit: memory held by the tenant's dead processes may be what is missing. */
+  /* At the limit: memory held by the tenant's dead processes may be what is missing, or
+   * reserve charge that this process's pools have given back since the last settle. */
   if (gs_ledger_reap(l) > 0 && gs_ledger_reserve(l, p, gpu, bytes) == 0)
     return CUDA_SUCCESS;
-  log_refusal(gpu, bytes, what);
+  if (gs__pool_kept(gpu)) {
+    gs__pool_settle_gpu(gpu);
+    if (gs_ledger_reserve(l, p, gpu, bytes) == 0)
+      return CUDA_SUCCESS;
+  }
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -195,6 +216,26 @@ bool gs__forget(enum gs_map map, uint64_t key, uint64_t *charge)
 bool gs__peek(enum gs_map map, uint64_t key, uint64_t *charge)
 {
   return ledger() && gs_ptrmap_get(&T.maps[map], key, charge);
+}
+
+bool gs__map_put(enum gs_map map, uint64_t key, uint64_t value)
+{
+  return ledger() && gs_ptrmap_put(&T.maps[map], key, value) == 0;
+}
+
+bool gs__map_get(enum gs_map map, uint64_t key, uint64_t *value)
+{
+  return ledger() && gs_ptrmap_get(&T.maps[map], key, value);
+}
+
+bool gs__map_take(enum gs_map map, uint64_t key, uint64_t *value)
+{
+  return ledger() && gs_ptrmap_take(&T.maps[map], key, value);
+}
+
+bool gs__map_add(enum gs_map map, uint64_t key, int64_t delta, uint64_t *after)
+{
+  return ledger() && gs_ptrmap_add(&T.maps[map], key, delta, after);
 }
 
 /* 1 when the process sees exactly one GPU, 0 when it sees more, -1 until known. */

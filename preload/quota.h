@@ -25,6 +25,10 @@ enum gs_map {
   GS_MAP_HANDLE, /* VMM allocation handles */
   GS_MAP_ARRAY,  /* arrays and mipmapped arrays */
   GS_MAP_CTX,    /* contexts made with cuCtxCreate */
+  /* Raw maps (gs__map_*), not charges. */
+  GS_MAP_HANDLE_REFS, /* VMM handle -> references keeping its memory: the user's, plus one per mapping */
+  GS_MAP_VA_HANDLE,   /* start of a mapping made by cuMemMap -> the handle it maps */
+  GS_MAP_VA_SIZE,     /* start of a mapping -> its size */
   GS_MAP_COUNT
 };
 
@@ -38,6 +42,10 @@ bool gs__tenant_active(void);
  * CUDA_ERROR_OUT_OF_MEMORY past the limit (logged once), or CUDA_ERROR_NOT_PERMITTED when the
  * ledger is unreadable. Always succeeds when the process is no tenant. */
 CUresult gs__charge(int gpu, uint64_t bytes, const char *what);
+/* gs__charge without the refusal's log line, for a caller with another way to try first;
+ * gs__refuse then logs it (once per process) and returns CUDA_ERROR_OUT_OF_MEMORY. */
+CUresult gs__charge_quiet(int gpu, uint64_t bytes);
+CUresult gs__refuse(int gpu, uint64_t bytes, const char *what);
 /* Charges without checking the limit: for putting back what a failed free had released. */
 void gs__charge_force(int gpu, uint64_t bytes);
 void gs__uncharge(int gpu, uint64_t bytes);
@@ -49,6 +57,13 @@ bool gs__remember(enum gs_map map, uint64_t key, uint64_t bytes, int gpu);
 bool gs__forget(enum gs_map map, uint64_t key, uint64_t *charge);
 /* What was charged for key, leaving it recorded. False when gpuslice never charged for it. */
 bool gs__peek(enum gs_map map, uint64_t key, uint64_t *charge);
+
+/* The raw maps, for values that are not charges; all false when the process is no tenant.
+ * gs__map_add changes a value in place, atomically (see gs_ptrmap_add). */
+bool gs__map_put(enum gs_map map, uint64_t key, uint64_t value);
+bool gs__map_get(enum gs_map map, uint64_t key, uint64_t *value);
+bool gs__map_take(enum gs_map map, uint64_t key, uint64_t *value);
+bool gs__map_add(enum gs_map map, uint64_t key, int64_t delta, uint64_t *after);
 
 /* The GPU the calling thread's current context is on, or -1. */
 int gs__current_gpu(void);

@@ -47,6 +47,9 @@ int gs_ptrmap_put(struct gs_ptrmap *m, uint64_t key, uint64_t value);
  * of one key, exactly one succeeds. */
 bool gs_ptrmap_take(struct gs_ptrmap *m, uint64_t key, uint64_t *value);
 bool gs_ptrmap_get(struct gs_ptrmap *m, uint64_t key, uint64_t *value);
+/* Adds delta (wrapping) to the value of key in one atomic step, for counts kept per key;
+ * true with *after set to the new value, false when key is not there. */
+bool gs_ptrmap_add(struct gs_ptrmap *m, uint64_t key, int64_t delta, uint64_t *after);
 uint64_t gs_ptrmap_count(struct gs_ptrmap *m);
 
 #endif

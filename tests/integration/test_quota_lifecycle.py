@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from quota_env import driver, gpuslice_run, json_lines, quota_env
+from conftest import run
+from quota_env import H100_TOTAL, driver, for_python, gpuslice_run, json_lines, quota_env
 from wl_run import GIB, MIB, WORKLOAD
+
+CUDA_ERROR_OUT_OF_MEMORY = 2
 
 
 @pytest.fixture
@@ -94,3 +97,77 @@ def test_normal_exit_gives_memory_back_at_once(tmp_path):
         os.kill(owner.pid, signal.SIGCONT)
         owner.terminate()
         owner.wait(timeout=30)
+
+
+def vmm_probe(env, tenant, cmd="vmm-release-mapped"):
+    argv = [sys.executable, Path(__file__).resolve().parent / "quota_probe.py", cmd]
+    env = dict(for_python(env), PYTHONPATH=str(Path(__file__).resolve().parent))
+    r = gpuslice_run(["--vram", "2Gi"], argv, env) if tenant else run(argv, env=env)
+    assert r.returncode == 0, r.stderr
+    return json_lines(r.stdout)[0]
+
+
+def test_vmm_memory_released_while_mapped_stays_charged_until_its_last_unmap(env):
+    """cuMemRelease of a handle that is still mapped does not free its memory: the charge
+    stays until the last cuMemUnmap of it, so a 2 GiB tenant cannot hold 8 GiB this way."""
+    line = vmm_probe(env, tenant=True)
+    assert line["held"] == 2 and line["refused"] == CUDA_ERROR_OUT_OF_MEMORY, line
+    assert line["free_released"] == 0, line
+    assert line["free_first_unmaps"] == 0, line        # each handle is still mapped once
+    assert line["free_last_unmaps"] == 2 * GIB, line
+    assert line["held_again"] == 2, line
+    assert line["unmap_both"] == [0, 0] and line["free_both_unmapped"] == 2 * GIB, line
+
+
+def test_simulated_vmm_memory_is_freed_at_the_last_unmap_not_at_release(env):
+    """The simulated driver, as the real one: a released handle's memory lives while mapped."""
+    line = vmm_probe(env, tenant=False)
+    assert line["held"] == 8, line
+    assert line["free_released"] == line["free_first_unmaps"] == H100_TOTAL - 8 * GIB, line
+    assert line["free_last_unmaps"] == H100_TOTAL, line
+    assert line["held_again"] == 8 and line["free_both_unmapped"] == H100_TOTAL, line
+
+
+def test_vmm_handle_retained_by_address_stays_charged_until_its_last_reference(env):
+    """NCCL frees a mapping as retain, release, unmap, release: the memory lives until the
+    last of these, and so does the charge."""
+    line = vmm_probe(env, True, "vmm-retain")
+    assert line == {"free_mapped": GIB, "free_retain_released": GIB, "free_unmapped": GIB,
+                    "free_released": 2 * GIB}, line
+
+
+def pool_reserve(env, tenant, **extra):
+    argv = [sys.executable, Path(__file__).resolve().parent / "quota_probe.py", "pool-reserve"]
+    env = dict(for_python(env), PYTHONPATH=str(Path(__file__).resolve().parent), **extra)
+    r = gpuslice_run(["--vram", "2Gi"], argv, env) if tenant else run(argv, env=env)
+    assert r.returncode == 0, r.stderr
+    return json_lines(r.stdout)[0]
+
+
+def test_memory_pools_keep_in_reserve_is_charged_until_they_give_it_back(env):
+    """A pool whose release threshold keeps everything still holds what was freed into it:
+    a 2 GiB tenant cannot park 8 GiB in pools. The reserve serves the pool's next allocation
+    without a second charge, and its charge goes when a trim or the pool's end gives it back."""
+    line = pool_reserve(env, tenant=True)
+    assert line["default"] == 0 and line["free_default"] == 2 * GIB, line  # threshold 0: given back at the sync
+    assert line["pools_kept"] == 2 and line["refused"] == CUDA_ERROR_OUT_OF_MEMORY, line
+    assert line["free_kept"] == 0, line
+    assert line["reuse"] == 0 and line["free_reused"] == 0, line
+    assert line["free_trimmed"] == GIB and line["free_destroyed"] == 2 * GIB, line
+
+
+def test_pool_reserve_charge_can_be_turned_off(env):
+    """GPUSLICE_CHARGE_POOL_RESERVE=0: the charge follows live allocations only, as before."""
+    line = pool_reserve(env, tenant=True, GPUSLICE_CHARGE_POOL_RESERVE="0")
+    assert line["pools_kept"] == 8 and line["free_kept"] == 2 * GIB, line
+
+
+def test_simulated_pools_report_and_hold_their_reserve(env):
+    """The simulated driver, as the real one: freed pool memory stays reserved (and used on the
+    device) down to the release threshold, and goes at a trim or the pool's destruction."""
+    line = pool_reserve(env, tenant=False)
+    assert line["free_default"] == H100_TOTAL, line
+    assert line["pools_kept"] == 8, line
+    assert line["reserved"] == [GIB] * 8 and line["used"] == [0] * 8, line
+    assert line["free_kept"] == line["free_reused"] == H100_TOTAL - 8 * GIB, line
+    assert line["free_trimmed"] == H100_TOTAL - 7 * GIB and line["free_destroyed"] == H100_TOTAL - 6 * GIB, line

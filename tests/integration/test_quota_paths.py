@@ -2,8 +2,11 @@
 libcuda, by dlopen + dlsym, or by cuGetProcAddress_v2 (at 13.0 and at an older version) and
 the legacy cuGetProcAddress. Each quota must hold exactly and give its charge back on free,
 the refusal must be one line per process, and the context reserve must count."""
+import sys
+
 import pytest
 
+from conftest import run
 from quota_env import H100_TOTAL, HERE, for_python, gpuslice_run, json_lines, quota_env, refusal_lines
 from wl_run import GIB, MIB, WORKLOAD, workload
 
@@ -17,6 +20,7 @@ PATHS = {
     "procaddr-v1@12000": ["--path", "procaddr-v1", "--procaddr-version", "12000"],
 }
 CHUNK = 64 * MIB
+CUDA_ERROR_OUT_OF_MEMORY = 2
 
 
 def whole_chunks(limit, chunk=CHUNK):
@@ -141,3 +145,30 @@ def test_workload_refuses_versions_and_rounds_it_cannot_honour(args, needle, env
     assert proc.returncode == 2 and lines == []
     [line] = proc.stderr.splitlines()
     assert needle in line, line
+
+
+V1_ARRAY_PATHS = ["dlsym", "procaddr@2000", "procaddr@3019", "legacy@3000"]
+
+
+@pytest.mark.parametrize("how", V1_ARRAY_PATHS)
+def test_v1_array_abi_is_charged_and_released(how, env):
+    """cuArrayCreate and cuArray3DCreate, the unversioned symbols with the 32-bit v1
+    descriptors, are what cuGetProcAddress hands out below 3020: a 2 GiB tenant gets two
+    1 GiB arrays of each, not the 16 the device would give, and gets them again once
+    destroyed."""
+    argv = [sys.executable, HERE / "quota_probe.py", "array-v1", how]
+    r = gpuslice_run(["--vram", "2Gi"], argv, dict(for_python(env), PYTHONPATH=str(HERE)))
+    assert r.returncode == 0, r.stderr
+    line = json_lines(r.stdout)[0]
+    for key in ("2d", "3d", "again"):
+        assert line[key]["gib"] == 2, line
+        assert line[key]["refused"] == CUDA_ERROR_OUT_OF_MEMORY, line
+        assert line[key]["destroyed"] == [0, 0], line
+
+
+def test_v1_array_abi_without_gpuslice_gets_the_device(env):
+    """The check above means something: outside a tenant the same arrays are not refused."""
+    argv = [sys.executable, HERE / "quota_probe.py", "array-v1", "procaddr@3019"]
+    r = run(argv, env=dict(for_python(env), PYTHONPATH=str(HERE)))
+    assert r.returncode == 0, r.stderr
+    assert json_lines(r.stdout)[0]["2d"]["gib"] == 16

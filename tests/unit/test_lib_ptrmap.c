@@ -34,6 +34,23 @@ static void test_put_get_take_round_trip(void **state)
   gs_ptrmap_destroy(&m);
 }
 
+static void test_add_counts_in_place_and_misses_absent_keys(void **state)
+{
+  struct gs_ptrmap m;
+  uint64_t v = 0;
+  (void) state;
+  assert_int_equal(gs_ptrmap_init(&m, 16), 0);
+  assert_false(gs_ptrmap_add(&m, 0x1000, 1, &v));
+  assert_int_equal(gs_ptrmap_put(&m, 0x1000, 1), 0);
+  assert_true(gs_ptrmap_add(&m, 0x1000, 2, &v));
+  assert_int_equal(v, 3);
+  assert_true(gs_ptrmap_add(&m, 0x1000, -3, &v));
+  assert_int_equal(v, 0);
+  assert_true(gs_ptrmap_get(&m, 0x1000, &v));
+  assert_int_equal(v, 0);
+  gs_ptrmap_destroy(&m);
+}
+
 /* Far more entries than the first table holds: every rebuild must carry all of them over. */
 static void test_growth_keeps_every_entry(void **state)
 {
@@ -153,6 +170,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_put_get_take_round_trip),
+    cmocka_unit_test(test_add_counts_in_place_and_misses_absent_keys),
     cmocka_unit_test(test_growth_keeps_every_entry),
     cmocka_unit_test(test_churn_does_not_grow_the_table),
     cmocka_unit_test(test_concurrent_threads_never_lose_entries),
