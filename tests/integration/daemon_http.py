@@ -27,7 +27,12 @@ def request(sock_path, method, path, body=None, raw=None, headers=None):
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
     hdrs = {"Content-Type": "application/json"} if data is not None else {}
     hdrs.update(headers or {})
-    conn.request(method, path, body=data, headers=hdrs)
+    try:
+        conn.request(method, path, body=data, headers=hdrs)
+    except (BrokenPipeError, ConnectionResetError):
+        # The daemon may answer (a 413) and close before it has read all of a large body, as
+        # HTTP allows; its answer is still there to read.
+        pass
     resp = conn.getresponse()
     text = resp.read()
     conn.close()
