@@ -27,30 +27,44 @@ static int quoted_field(char **r, char **w, int n, gs_error_t *err)
   return 0;
 }
 
-/* Copies the unquoted field at *r to *w, up to the ',' or NUL that ends it. */
-static int plain_field(char **r, char **w, enum gs_csv_quoting q, int n, gs_error_t *err)
+/* Moves the unquoted field at *r to *w (where it already is, unless a quoted field before it
+ * got shorter), up to the ',' or NUL that ends it; a quote inside it is an error. */
+static int unquoted_field(char **r, char **w, int n, gs_error_t *err)
 {
-  char *p = *r, *o = *w;
-  for (; *p && *p != ','; p++) {
-    if (*p == '"' && q == GS_CSV_QUOTED)
-      return gs_make_error(err, 0, "quote inside unquoted field %d", n);
-    *o++ = *p;
-  }
-  *r = p;
-  *w = o;
+  size_t len = strcspn(*r, ",\"");
+  if ((*r)[len] == '"')
+    return gs_make_error(err, 0, "quote inside unquoted field %d", n);
+  if (*w != *r)
+    memmove(*w, *r, len);
+  *r += len;
+  *w += len;
   return 0;
+}
+
+/* Plain fields never move: each ',' becomes the NUL that ends a field. */
+static int split_plain(char *p, char **field, int max, gs_error_t *err)
+{
+  for (int n = 0;;) {
+    if (n == max)
+      return gs_make_error(err, 0, "more than %d fields", max);
+    field[n++] = p;
+    if (!(p = strchr(p, ',')))
+      return n;
+    *p++ = '\0';
+  }
 }
 
 int gs_csv_split(char *line, enum gs_csv_quoting q, char **field, int max, gs_error_t *err)
 {
+  if (q == GS_CSV_PLAIN)
+    return split_plain(line, field, max, err);
   char *r = line, *w = line;
   int n = 0;
   for (;;) {
     if (n == max)
       return gs_make_error(err, 0, "more than %d fields", max);
     field[n++] = w;
-    int ok = q == GS_CSV_QUOTED && *r == '"' ? quoted_field(&r, &w, n, err)
-                                             : plain_field(&r, &w, q, n, err);
+    int ok = *r == '"' ? quoted_field(&r, &w, n, err) : unquoted_field(&r, &w, n, err);
     if (ok < 0)
       return -1;
     if (!*r) {
