@@ -140,10 +140,19 @@ static void log_refusal(int gpu, uint64_t bytes, const char *what)
          (unsigned long long) gs_ledger_limit(T.ledger, gpu, 0));
 }
 
+/* The charge itself, inlined into both entry points below so that the common one,
+ * gs__charge, costs no extra call on the allocation path. */
+static inline CUresult charge(int gpu, uint64_t bytes);
+
 CUresult gs__charge(int gpu, uint64_t bytes, const char *what)
 {
-  CUresult rc = gs__charge_quiet(gpu, bytes);
+  CUresult rc = charge(gpu, bytes);
   return rc == CUDA_ERROR_OUT_OF_MEMORY ? gs__refuse(gpu, bytes, what) : rc;
+}
+
+CUresult gs__charge_quiet(int gpu, uint64_t bytes)
+{
+  return charge(gpu, bytes);
 }
 
 CUresult gs__refuse(int gpu, uint64_t bytes, const char *what)
@@ -153,7 +162,7 @@ CUresult gs__refuse(int gpu, uint64_t bytes, const char *what)
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-CUresult gs__charge_quiet(int gpu, uint64_t bytes)
+static inline CUresult charge(int gpu, uint64_t bytes)
 {
   struct gs_ledger *l = ledger();
   if (!l)
