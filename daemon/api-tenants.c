@@ -118,8 +118,13 @@ int api_tenants_register(struct api_req *rq, struct api_reply *r)
   if (old && !access_may_see(&rq->peer, old))
     return api_error(r, 409, "tenant '%s' is registered by another user", req.name);
   if (old) {
-    /* The same tenant again (a retry, or one the daemon adopted first) is not a conflict. */
+    /* The same tenant again (a retry, or one the daemon adopted first) is not a conflict;
+     * another ledger under a live tenant's name is, whoever asks: root too would otherwise
+     * be handed that tenant, and end it when its own command ends. */
     registry_sample(&d->reg);
+    if (!old->exited && !registry_same_tenant(&d->reg, old, &req))
+      return old->uid != rq->peer.uid ? api_error(r, 409, "tenant '%s' is registered by another user", req.name)
+                                      : api_error(r, 409, "tenant '%s' is already running", req.name);
     if (!old->exited)
       return api_ok(r, 200, api_tenant_json(d, old));
     sampler_end_tenant(d, old, -1);

@@ -139,6 +139,9 @@ struct tenant *registry_find(struct registry *r, const char *name);
  * (201 new, 200 same tenant again, 4xx refused). Returns the tenant, or NULL with err. */
 struct tenant *registry_add(struct registry *r, const struct tenant_request *req, uid_t caller,
                             bool admin, const uint64_t *gpu_totals, int ngpus, int *status, gs_error_t *err);
+/* True when req asks for the same instance of the tenant as t: the ledger t was registered
+ * from (same dir, same creation time), not another one under its name. */
+bool registry_same_tenant(struct registry *r, const struct tenant *t, const struct tenant_request *req);
 /* Takes the tenant out: removes its limits file. The tenant is freed. */
 void registry_remove(struct registry *r, struct tenant *t);
 /* Adopts tenants the daemon does not know: its limits files left by an earlier run, and live

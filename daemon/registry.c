@@ -147,6 +147,14 @@ struct tenant *registry_add(struct registry *r, const struct tenant_request *req
   return t;
 }
 
+bool registry_same_tenant(struct registry *r, const struct tenant *t, const struct tenant_request *req)
+{
+  struct gs_ledger_copy l;
+  const char *dir = req->ledger_dir ? req->ledger_dir : r->state_dir;
+  return strcmp(dir, t->ledger_dir) == 0 && gs_ledger_read_copy(dir, req->name, t->uid, &l, NULL) == 0 &&
+         l.created_unix_ns == t->created_unix_ns;
+}
+
 void registry_remove(struct registry *r, struct tenant *t)
 {
   gs_error_t err = NULL;

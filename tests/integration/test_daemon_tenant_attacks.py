@@ -1,0 +1,85 @@
+"""A tenant attacks the daemon's hold on it (issue #12), as a second Unix user and as root:
+it raises a limit an admin set, feeds its interposer a patched copy of its limits file, ends
+its registration while its processes run, has root take over its name, or reads other
+tenants' limits files. Each test is named for what must hold instead."""
+import grp
+import os
+import pathlib
+import stat
+import subprocess
+
+from conftest import run
+from daemon_env import (GIB, GPUSLICE, MIB, PYTHON, Daemon, Tenant, alloc_until_oom, as_user,  # noqa: F401
+                        as_user_request, ensure_user, needs_root, shared_root, tenant_env, user_dir, wait_for)
+
+# struct gs_limits (include/gpuslice/limits.h pins it): limit_bytes[16] of the GPUs.
+LIMIT_BYTES_OFFSET = 2168
+
+
+def user_tenant(d, pw, name, root, hold=64 * MIB):
+    """`gpuslice run --vram 1Gi` as pw, its ledger in pw's own state dir, registered with d."""
+    state = user_dir(root / f"state-{pw.pw_name}", pw, 0o755)
+    sim = user_dir(root / f"sim-{pw.pw_name}", pw)
+    env = dict(d.env, GPUSLICE_STATE_DIR=str(state), GPUSIM_STATE_DIR=str(sim))
+    t = Tenant(d, name, ["--vram", "1Gi"], hold, env=env,
+               preexec=lambda: (os.setgroups([]), os.setgid(pw.pw_gid), os.setuid(pw.pw_uid)))
+    return t, env
+
+
+def process_env(d, name, env):
+    """A process of the tenant as its owner starts it: its own state dir, the daemon's socket."""
+    return dict(tenant_env(d, name), GPUSLICE_STATE_DIR=env["GPUSLICE_STATE_DIR"],
+                GPUSIM_STATE_DIR=env["GPUSIM_STATE_DIR"])
+
+
+def cli_as(pw, d, *args):
+    return subprocess.run(as_user(pw) + [str(GPUSLICE)] + list(args), env=d.env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def as_user_python(pw, code):
+    return subprocess.run(as_user(pw) + [PYTHON, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+def copy_and_patch(src, dst_dir):
+    return f"""
+import os, struct
+data = bytearray(open({str(src)!r}, 'rb').read())
+for g in range(16):
+    data[{LIMIT_BYTES_OFFSET} + 8 * g:{LIMIT_BYTES_OFFSET} + 8 * g + 8] = struct.pack('<Q', 64 << 30)
+os.makedirs({str(dst_dir)!r}, exist_ok=True)
+with open(os.path.join({str(dst_dir)!r}, os.path.basename({str(src)!r})), 'wb') as f:
+    f.write(data)
+print('copied')
+"""
+
+
+@needs_root
+def test_a_name_another_users_live_tenant_holds_is_refused_even_to_root(shared_root):
+    pw = ensure_user("gs-tenant1")
+    d = Daemon(shared_root).start()
+    t, env = user_tenant(d, pw, "shared", shared_root)
+    try:
+        r = run([GPUSLICE, "run", "--name", "shared", "--", "true"], env=d.env)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+        status, body = d.request("POST", "/v1/tenants", {"name": "shared"})
+        assert status == 409 and set(body) == {"error"}, body
+        status, body = d.request("POST", "/v1/tenants", {"name": "shared", "state_dir": str(shared_root / "state")})
+        assert status == 409, body
+        tenants = d.tenants()
+        assert tenants["shared"]["uid"] == pw.pw_uid, tenants
+        assert (pathlib.Path(env["GPUSLICE_STATE_DIR"]) / "tenants" / "shared").exists()
+        # The owner's own registration again is the same tenant, not a conflict.
+        status, body = as_user_request(d, pw, "POST", "/v1/tenants",
+                                       {"name": "shared", "state_dir": env["GPUSLICE_STATE_DIR"]})
+        assert status == 200, body
+    finally:
+        t.end()
+        d.stop()
+
+
+def admin_gid():
+    try:
+        return grp.getgrnam("gpuslice").gr_gid
+    except KeyError:
+        return os.getgid()
