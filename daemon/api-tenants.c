@@ -231,7 +231,14 @@ int api_tenant_end(struct api_req *rq, struct api_reply *r)
   long status = exit_arg ? strtol(exit_arg, &end, 10) : -1;
   if (exit_arg && (!*exit_arg || *end || status < 0 || status > 255))
     return api_error(r, 400, "query 'exit': want an exit status 0..255");
+  /* Ending a registration ends the daemon's hold on the tenant (its limits file, its
+   * accounting): not while the tenant's processes run, or a tenant could end it itself and
+   * then raise its limits in its ledger. It ends when they have, as any tenant does. */
   registry_sample(&rq->d->reg);
+  int live = t->exited ? 0 : tenant_live_procs(t, rq->peer.pid);
+  if (live > 0)
+    return api_error(r, 409, "tenant '%s' still has %d running process%s: it ends when they do", t->name, live,
+                     live == 1 ? "" : "es");
   sampler_end_tenant(rq->d, t, (int) status);
   return api_ok(r, 204, NULL);
 }

@@ -100,6 +100,8 @@ struct tenant {
   bool sampled;                  /* gpu[] holds a reading */
   int ledger_fd;                 /* the ledger, kept open for sampling; -1 until first read */
   int pidfd;                     /* the owner, to notice its end without reading /proc; -1 until known */
+  struct gs_ledger_pid *procs;   /* the tenant's processes the daemon has seen live (tenant_track_procs) */
+  int nprocs;
   struct tenant_gpu gpu[GS_LEDGER_MAX_GPUS];
 };
 
@@ -116,6 +118,12 @@ int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf);
 /* True while the tenant's owner runs: a poll of a pidfd, checked against the owner's start
  * time once when it is opened. */
 bool tenant_owner_alive(struct tenant *t);
+/* Adds the processes the ledger's live slots name to t->procs and drops those that ended. A
+ * process once seen stays the tenant's until it ends, whatever its slot says later: the
+ * tenant writes its slots. */
+void tenant_track_procs(struct tenant *t);
+/* How many of t->procs still run, not counting pid except. */
+int tenant_live_procs(struct tenant *t, pid_t except);
 /* Writes the limits of lim into the tenant's ledger too, for processes that started before the
  * daemon wrote the limits file. Best effort: a ledger the daemon cannot write is left alone. */
 void tenant_mirror_limits(const struct tenant *t);

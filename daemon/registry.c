@@ -29,6 +29,7 @@ static void tenant_free(struct tenant *t)
     close(t->ledger_fd);
   if (t->pidfd >= 0)
     close(t->pidfd);
+  free(t->procs);
   free(t);
 }
 
@@ -277,12 +278,19 @@ void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t 
   limits_changed(t);
 }
 
-/* Reads the tenant's ledger into t->gpu; false when the tenant has ended. */
+/* Reads the tenant's ledger into t->gpu; false when the tenant has ended: its owner has, and
+ * so have the processes the daemon saw in its slots. */
 static bool tenant_sample(struct tenant *t)
 {
   struct gs_ledger_copy l;
-  if (!tenant_owner_alive(t) || tenant_reread(t, &l) < 0 || l.created_unix_ns != t->created_unix_ns)
+  bool owner = tenant_owner_alive(t);
+  bool read = tenant_reread(t, &l) == 0 && l.created_unix_ns == t->created_unix_ns;
+  if (read)
+    tenant_track_procs(t);
+  if (!(owner && read) && tenant_live_procs(t, 0) == 0)
     return false;
+  if (!read)
+    return true; /* an unreadable ledger keeps its last reading while its processes run */
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
     struct tenant_gpu *tg = &t->gpu[g];
     tg->used_bytes = l.gpu[g].used_bytes;

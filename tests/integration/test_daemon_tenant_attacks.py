@@ -55,6 +55,26 @@ print('copied')
 
 
 @needs_root
+def test_a_registration_cannot_be_ended_while_its_processes_run(shared_root):
+    pw = ensure_user("gs-tenant1")
+    d = Daemon(shared_root).start()
+    t, _ = user_tenant(d, pw, "stays", shared_root)
+    try:
+        status, body = as_user_request(d, pw, "DELETE", "/v1/tenants/stays")
+        assert status == 409 and set(body) == {"error"} and "\n" not in body["error"], body
+        assert "stays" in d.tenants() and (d.state / "limits" / "stays").exists()
+    finally:
+        rc, err = t.end()
+    try:
+        assert rc == 0, err
+        # Its command gone, run's own end is accepted.
+        wait_for(lambda: "stays" not in d.tenants(), what="the tenant to end")
+        assert d.sql("SELECT exit_status FROM tenants WHERE name = 'stays'") == [(0,)]
+    finally:
+        d.stop()
+
+
+@needs_root
 def test_a_name_another_users_live_tenant_holds_is_refused_even_to_root(shared_root):
     pw = ensure_user("gs-tenant1")
     d = Daemon(shared_root).start()
