@@ -159,6 +159,12 @@ int registry_adopt(struct registry *r, const uint64_t *gpu_totals, int ngpus);
 void registry_set_vram(struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm, const uint64_t *gpu_totals,
                        int ngpus);
 void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t *policy, const uint32_t *priority);
+/* The first GPU (of gpu, or of all when gpu < 0) where a memory limit of bytes, or ppm of the
+ * GPU, would be above the ceiling an admin set (struct gs_limits.ceiling_bytes), or -1. */
+int registry_vram_above_ceiling(const struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm,
+                                const uint64_t *gpu_totals, int ngpus);
+/* Makes the memory limits of gpu (all when gpu < 0), as they are now, the tenant's ceilings. */
+void registry_set_ceiling(struct tenant *t, int gpu);
 /* Reads every tenant's ledger into t->gpu; marks those whose owner has gone as exited. */
 void registry_sample(struct registry *r);
 

@@ -272,6 +272,28 @@ void registry_set_vram(struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm, 
   limits_changed(t);
 }
 
+int registry_vram_above_ceiling(const struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm,
+                                const uint64_t *gpu_totals, int ngpus)
+{
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
+    uint64_t ceiling = atomic_load(&t->limits->ceiling_bytes[g]);
+    if ((gpu >= 0 && g != gpu) || ceiling == GS_LIMIT_NONE)
+      continue;
+    /* Lifting the limit (GS_LIMIT_NONE) is the highest raise of all. */
+    if (gs_limit_resolve(bytes, ppm, gpu_total(g, gpu_totals, ngpus)) > ceiling)
+      return g;
+  }
+  return -1;
+}
+
+void registry_set_ceiling(struct tenant *t, int gpu)
+{
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    if (gpu < 0 || g == gpu)
+      gs_limits_set_ceiling(t->limits, g);
+  gs_limits_changed(t->limits);
+}
+
 void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t *policy, const uint32_t *priority)
 {
   gs_limits_set_compute(t->limits, ppm, policy, priority, NULL);

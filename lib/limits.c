@@ -129,8 +129,10 @@ void gs_limits_init(struct gs_limits *lim, const struct gs_ledger_copy *l, const
   lim->registered_unix_ns = now_unix_ns();
   snprintf(lim->ledger_dir, sizeof(lim->ledger_dir), "%s", ledger_dir);
   snprintf(lim->labels, sizeof(lim->labels), "%s", labels ? labels : l->labels);
-  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
     atomic_init(&lim->limit_bytes[g], GS_LIMIT_NONE);
+    atomic_init(&lim->ceiling_bytes[g], GS_LIMIT_NONE);
+  }
   gs_limits_set_compute(lim, &l->compute.limit_ppm, &l->compute.policy, &l->compute.priority,
                         &l->compute.slice_ms);
 }
@@ -140,6 +142,11 @@ void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t
   /* The percentage goes first: a reader that sees the new bytes sees what they came from. */
   atomic_store(&lim->limit_ppm[gpu], ppm);
   atomic_store(&lim->limit_bytes[gpu], gs_limit_resolve(bytes, ppm, total));
+}
+
+void gs_limits_set_ceiling(struct gs_limits *lim, int gpu)
+{
+  atomic_store(&lim->ceiling_bytes[gpu], atomic_load(&lim->limit_bytes[gpu]));
 }
 
 void gs_limits_set_compute(struct gs_limits *lim, const uint32_t *ppm, const uint32_t *policy,

@@ -24,7 +24,7 @@
 #include <gpuslice/tenant-ledger.h>
 
 #define GS_LIMITS_MAGIC 0x4753544c494d4931ULL /* "GSTLIMI1" */
-#define GS_LIMITS_VERSION 1
+#define GS_LIMITS_VERSION 2
 /* Where a system daemon (run as root) keeps the limits files. An interposer whose tenant's
  * ledger lives elsewhere (a user's own state dir) looks here too. */
 #define GS_LIMITS_SYSTEM_DIR "/run/gpuslice"
@@ -45,12 +45,15 @@ struct gs_limits {
   _Atomic uint64_t limit_bytes[GS_LEDGER_MAX_GPUS]; /* GS_LIMIT_NONE when unlimited */
   _Atomic uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];   /* what was asked when it was a percentage; 0 otherwise */
   struct gs_ledger_compute compute;                  /* limit_ppm (0: none), policy, priority, slice_ms */
+  /* The memory limit an admin set, per GPU: the tenant's owner may lower its limit but not
+   * raise it past this (GS_LIMIT_NONE: no ceiling). Only the daemon reads it. */
+  _Atomic uint64_t ceiling_bytes[GS_LEDGER_MAX_GPUS];
 };
 
 /* The limits file's layout, pinned: the daemon writes it and every tenant's interposer maps
  * it, possibly built from another version. A change here forces a bump of GS_LIMITS_VERSION.
  * (gs_ledger_compute is pinned in gs-ledger.h.) */
-_Static_assert(sizeof(struct gs_limits) == 2376, "gs_limits changed: bump GS_LIMITS_VERSION");
+_Static_assert(sizeof(struct gs_limits) == 2504, "gs_limits changed: bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, version) == 8, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, size) == 12, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, name) == 16, "bump GS_LIMITS_VERSION");
@@ -65,6 +68,7 @@ _Static_assert(offsetof(struct gs_limits, generation) == 2160, "bump GS_LIMITS_V
 _Static_assert(offsetof(struct gs_limits, limit_bytes) == 2168, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, limit_ppm) == 2296, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, compute) == 2360, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, ceiling_bytes) == 2376, "bump GS_LIMITS_VERSION");
 
 /* <dir>/limits/<name>. Returns 0, or -1 with err for a bad name or a path too long. */
 int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err);
@@ -88,12 +92,14 @@ uint64_t gs_limit_resolve(uint64_t bytes, uint32_t ppm, uint64_t total);
 
 /* Starts the contents of a limits file, in memory, for the tenant whose ledger was read into
  * l from ledger_dir: its identity, its labels (labels, or the ledger's when NULL), registered
- * now, with no memory limit and the ledger's compute limits. Change what differs with the
+ * now, with no memory limit, no ceiling and the ledger's compute limits. Change what differs with the
  * calls below, then write it with gs_limits_create. */
 void gs_limits_init(struct gs_limits *lim, const struct gs_ledger_copy *l, const char *ledger_dir,
                     const char *labels);
 /* Sets gpu's memory limit: bytes, or ppm (when not 0) of the GPU's total bytes (0: unknown). */
 void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t ppm, uint64_t total);
+/* Makes gpu's memory limit, as it is now, the ceiling its owner may not raise it past. */
+void gs_limits_set_ceiling(struct gs_limits *lim, int gpu);
 /* Sets the compute limits that are not NULL. */
 void gs_limits_set_compute(struct gs_limits *lim, const uint32_t *ppm, const uint32_t *policy,
                            const uint32_t *priority, const uint32_t *slice_ms);

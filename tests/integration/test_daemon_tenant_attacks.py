@@ -41,6 +41,34 @@ def as_user_python(pw, code):
     return subprocess.run(as_user(pw) + [PYTHON, "-c", code], capture_output=True, text=True, timeout=60)
 
 
+@needs_root
+def test_owner_may_lower_but_never_raise_the_ceiling_an_admin_set(shared_root):
+    pw = ensure_user("gs-tenant1")
+    d = Daemon(shared_root).start()
+    t, _ = user_tenant(d, pw, "capped", shared_root)
+    try:
+        r = run([GPUSLICE, "set", "capped", "--vram", "512Mi"], env=d.env)
+        assert r.returncode == 0, r.stderr
+        r = cli_as(pw, d, "set", "capped", "--vram", "40Gi")
+        assert r.returncode == 1 and r.stderr.count("\n") == 1 and "ceiling" in r.stderr, r.stderr
+        for raise_to in ("40Gi", None, "600Mi", "50%"):
+            status, body = as_user_request(d, pw, "PATCH", "/v1/tenants/capped", {"vram": raise_to})
+            assert status == 403 and set(body) == {"error"} and "ceiling" in body["error"], (raise_to, body)
+        assert d.tenants()["capped"]["limits"]["vram_bytes"] == 512 * MIB
+        status, body = as_user_request(d, pw, "PATCH", "/v1/tenants/capped", {"vram": "256Mi"})
+        assert status == 200 and body["limits"]["vram_bytes"] == 256 * MIB, body
+        status, body = as_user_request(d, pw, "PATCH", "/v1/tenants/capped", {"vram": "512Mi"})
+        assert status == 200 and body["limits"]["vram_bytes"] == 512 * MIB, body
+        # An admin moves the ceiling itself.
+        r = run([GPUSLICE, "set", "capped", "--vram", "2Gi"], env=d.env)
+        assert r.returncode == 0, r.stderr
+        status, body = as_user_request(d, pw, "PATCH", "/v1/tenants/capped", {"vram": "1Gi"})
+        assert status == 200 and body["limits"]["vram_bytes"] == GIB, body
+    finally:
+        t.end()
+        d.stop()
+
+
 def copy_and_patch(src, dst_dir):
     return f"""
 import os, struct
