@@ -173,27 +173,52 @@ bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid
          strncmp(lim->name, l->name, sizeof(lim->name)) == 0;
 }
 
-static int find_in(const char *dir, const struct gs_ledger *l, struct gs_limits **out)
+/* Opens dir/limits/name when the daemon's uid owns it and no one else may write it: the
+ * owner of dir/limits, which must be closed to others' writes too. A copy the tenant made is
+ * its own file, and the tenant could as well write its ledger. Returns the fd, or -1. */
+static int open_daemon_file(const char *dir, const char *name)
 {
+  char ldir[4096];
+  struct stat ds, fs;
+  int fd = -1;
+  if ((size_t) snprintf(ldir, sizeof(ldir), "%s/limits", dir) >= sizeof(ldir))
+    return -1;
+  /* O_PATH: the directory is 0751, its files opened by name by those who may not list it. */
+  int dfd = open(ldir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dfd < 0)
+    return -1;
+  if (fstat(dfd, &ds) == 0 && !(ds.st_mode & (S_IWGRP | S_IWOTH)))
+    fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  close(dfd);
+  if (fd >= 0 && (fstat(fd, &fs) < 0 || !S_ISREG(fs.st_mode) || fs.st_uid != ds.st_uid ||
+                  (fs.st_mode & (S_IWGRP | S_IWOTH)))) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+int gs_limits_find(const char *daemon_dir, const struct gs_ledger *l, struct gs_limits **out)
+{
+  char path[4096];
   struct gs_limits *lim = NULL;
   gs_error_t err = NULL;
-  if (gs_limits_open(dir, l->name, false, &lim, &err) < 0) {
-    gs_error_release(&err);
+  if (gs_limits_path(path, sizeof(path), daemon_dir, l->name, NULL) < 0)
     return 0;
-  }
+  int fd = open_daemon_file(daemon_dir, l->name);
+  if (fd < 0)
+    return 0;
+  int rc = gs__shm_map_fd(fd, path, &limits_shm, GS__SHM_PRIVATE, (void **) &lim, &err);
+  close(fd);
+  gs_error_release(&err);
+  if (rc < 0)
+    return 0;
   if (!gs_limits_match(lim, l, geteuid())) {
     gs_limits_close(lim);
     return 0;
   }
   *out = lim;
   return 1;
-}
-
-int gs_limits_find(const char *state_dir, const struct gs_ledger *l, struct gs_limits **out)
-{
-  if (find_in(state_dir, l, out))
-    return 1;
-  return strcmp(state_dir, GS_LIMITS_SYSTEM_DIR) != 0 && find_in(GS_LIMITS_SYSTEM_DIR, l, out);
 }
 
 const char *gs_compute_policy_name(uint32_t policy)

@@ -25,9 +25,6 @@
 
 #define GS_LIMITS_MAGIC 0x4753544c494d4931ULL /* "GSTLIMI1" */
 #define GS_LIMITS_VERSION 2
-/* Where a system daemon (run as root) keeps the limits files. An interposer whose tenant's
- * ledger lives elsewhere (a user's own state dir) looks here too. */
-#define GS_LIMITS_SYSTEM_DIR "/run/gpuslice"
 
 struct gs_limits {
   uint64_t magic;
@@ -109,10 +106,11 @@ void gs_limits_changed(struct gs_limits *lim);
 /* True when lim is about the tenant of ledger l (same name and instance) and owned by uid. */
 bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid_t uid);
 
-/* For the interposer: finds the limits file of the tenant of l, in state_dir and then in
- * GS_LIMITS_SYSTEM_DIR, and maps it read-only. Returns 1 and sets *out when one matches
- * (gs_limits_match with geteuid()), 0 when there is none. Never fails otherwise. */
-int gs_limits_find(const char *state_dir, const struct gs_ledger *l, struct gs_limits **out);
+/* For the interposer, once at attach: maps read-only the limits file of the tenant of l in
+ * daemon_dir/limits (gs_daemon_dir()), and only when fstat on the opened files shows the
+ * limits directory and the file owned by the same uid and writable by no one else. Returns 1
+ * and sets *out when it matches (gs_limits_match with geteuid()), 0 otherwise; never fails. */
+int gs_limits_find(const char *daemon_dir, const struct gs_ledger *l, struct gs_limits **out);
 
 /* The names the API, the CLI and the usage ledger give the compute enums of gs-ledger.h. */
 const char *gs_compute_policy_name(uint32_t policy); /* "share", "cap" */

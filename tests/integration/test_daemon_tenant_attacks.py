@@ -41,6 +41,20 @@ def as_user_python(pw, code):
     return subprocess.run(as_user(pw) + [PYTHON, "-c", code], capture_output=True, text=True, timeout=60)
 
 
+def raise_ledger_limit(pw, env, name):
+    """As the tenant's owner, raises the 1 GiB limit in its own ledger: only the daemon's
+    limits file can then hold it (test_daemon_limits.py does the same)."""
+    ledger = pathlib.Path(env["GPUSLICE_STATE_DIR"]) / "tenants" / name
+    r = as_user_python(pw, f"""
+import mmap, os, struct
+m = mmap.mmap(os.open({str(ledger)!r}, os.O_RDWR), 0)
+off = next(o for o in range(0, 4096, 8) if m[o:o + 8] == struct.pack('<Q', {GIB}))
+m[off:off + 8] = struct.pack('<Q', 64 << 30)
+m.flush()
+""")
+    assert r.returncode == 0, r.stderr
+
+
 @needs_root
 def test_owner_may_lower_but_never_raise_the_ceiling_an_admin_set(shared_root):
     pw = ensure_user("gs-tenant1")
@@ -80,6 +94,23 @@ with open(os.path.join({str(dst_dir)!r}, os.path.basename({str(src)!r})), 'wb') 
     f.write(data)
 print('copied')
 """
+
+
+@needs_root
+def test_interposer_ignores_a_limits_file_the_tenant_copied_and_patched(shared_root):
+    pw = ensure_user("gs-tenant1")
+    d = Daemon(shared_root).start()
+    t, env = user_tenant(d, pw, "copied", shared_root)
+    try:
+        own_limits = pathlib.Path(env["GPUSLICE_STATE_DIR"]) / "limits"
+        r = as_user_python(pw, copy_and_patch(d.state / "limits" / "copied", own_limits))
+        assert r.returncode == 0 and r.stdout.strip() == "copied", r.stderr
+        raise_ledger_limit(pw, env, "copied")
+        got = alloc_until_oom(process_env(d, "copied", env), user=pw)
+        assert got["allocated_bytes"] == GIB - 64 * MIB, got
+    finally:
+        t.end()
+        d.stop()
 
 
 @needs_root
