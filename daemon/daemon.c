@@ -68,7 +68,7 @@ static int start(struct daemon *d, gs_error_t *err)
     return -1;
   if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 || usage_db_open(d->cfg.ledger, &d->db, err) < 0)
     return -1;
-  registry_init(&d->reg, d->cfg.state_dir);
+  registry_init(&d->reg, d->cfg.state_dir, d->cfg.admin_group);
   sampler_gpus(d);
   sampler_adopt(d);
   if (usage_db_close_orphans(d->db, &d->reg, err) < 0)

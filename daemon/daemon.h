@@ -109,6 +109,7 @@ struct registry {
   struct tenant **v;
   int n, cap;
   const char *state_dir;
+  gid_t limits_gid; /* the group of the limits files: the admin group, else the daemon's */
 };
 
 /* Reads the tenant's ledger into buf (gs_ledger_read_fd: with pread, never mapped, owned by
@@ -140,7 +141,7 @@ struct tenant_request {
   struct gs_ledger_compute compute;
 };
 
-void registry_init(struct registry *r, const char *state_dir);
+void registry_init(struct registry *r, const char *state_dir, const char *admin_group);
 void registry_release(struct registry *r);
 struct tenant *registry_find(struct registry *r, const char *name);
 /* Registers (or re-registers) a tenant for caller uid; *status gets the HTTP status to answer

@@ -10,16 +10,28 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-void registry_init(struct registry *r, const char *state_dir)
+/* The limits files' group: admins read them; a daemon without such a group keeps its own. */
+static gid_t limits_gid(const char *admin_group)
+{
+  struct group gr, *g = NULL;
+  char buf[4096];
+  if (admin_group && *admin_group && getgrnam_r(admin_group, &gr, buf, sizeof(buf), &g) == 0 && g)
+    return g->gr_gid;
+  return getegid();
+}
+
+void registry_init(struct registry *r, const char *state_dir, const char *admin_group)
 {
   memset(r, 0, sizeof(*r));
   r->state_dir = state_dir;
+  r->limits_gid = limits_gid(admin_group);
 }
 
 static void tenant_free(struct tenant *t)
@@ -111,7 +123,7 @@ static void limits_fill(struct gs_limits *lim, const struct tenant *t, const str
 
 static int tenant_write_limits(struct registry *r, struct tenant *t, const struct gs_limits *init, gs_error_t *err)
 {
-  if (gs_limits_create(r->state_dir, init, &t->limits, err) < 0)
+  if (gs_limits_create(r->state_dir, init, r->limits_gid, &t->limits, err) < 0)
     return -1;
   tenant_mirror_limits(t);
   return 0;

@@ -2,9 +2,13 @@
  * tenant's limits. A tenant's processes must write its ledger (gs-ledger.h) to charge
  * usage, so a limit kept there could be raised by the tenant itself. The daemon therefore
  * writes each tenant's limits into a file of its own, <daemon state dir>/limits/<name>,
- * mode 0644 and owned by the daemon's user, which the interposer maps read-only. When such
- * a file matches the tenant, its limits take precedence over the ledger's own fields (see
- * gs_ledger_set_authority): neither the environment nor the shared ledger can raise them.
+ * owned by the daemon's user, mode 0640 with the admin group and, by ACL, read for the
+ * tenant's owner, which the interposer maps read-only. It looks only in the daemon's own
+ * directory (where the socket it would talk to lives) and takes only a file that the owner
+ * of that limits directory owns and no one else may write. When such a file matches the
+ * tenant, its limits take precedence over the ledger's own fields (see
+ * gs_ledger_set_authority): neither the environment, nor the shared ledger, nor a copy of
+ * the file elsewhere can raise them.
  *
  * The daemon changes limits in place with atomic stores, so every process of the tenant
  * sees a new limit at its next allocation, without a syscall. The file also records what the
@@ -71,9 +75,12 @@ _Static_assert(offsetof(struct gs_limits, ceiling_bytes) == 2376, "bump GS_LIMIT
 int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err);
 
 /* Writes a new limits file from *init (magic, version and size are filled in) under
- * dir/limits (made 0755 if needed), atomically: a reader sees the old file or the whole
- * new one. The file is mode 0644. Maps it read-write into *out for later changes. */
-int gs_limits_create(const char *dir, const struct gs_limits *init, struct gs_limits **out, gs_error_t *err);
+ * dir/limits (made mode 0751, group gid), atomically: a reader sees the old file or the
+ * whole new one. The file is mode 0640, group gid (when the caller may give it; else its
+ * own), with read for the tenant's owner (init->uid) by POSIX ACL; 0644 on a file system
+ * without ACLs. Maps it read-write into *out for later changes. */
+int gs_limits_create(const char *dir, const struct gs_limits *init, gid_t gid, struct gs_limits **out,
+                     gs_error_t *err);
 
 /* Maps an existing limits file, read-only unless writable. Checks magic, version, size,
  * and that neither group nor others may write it. */

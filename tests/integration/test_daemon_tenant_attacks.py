@@ -162,3 +162,36 @@ def admin_gid():
         return grp.getgrnam("gpuslice").gr_gid
     except KeyError:
         return os.getgid()
+
+
+@needs_root
+def test_limits_files_are_readable_by_their_tenant_and_the_admins_only(shared_root):
+    owner, other = ensure_user("gs-tenant1"), ensure_user("gs-tenant2")
+    d = Daemon(shared_root).start()
+    t, env = user_tenant(d, owner, "private", shared_root)
+    try:
+        f = d.state / "limits" / "private"
+        st = f.stat()
+        assert stat.S_IMODE(st.st_mode) == 0o640 and st.st_uid == 0 and st.st_gid == admin_gid(), oct(st.st_mode)
+        probe = f"""
+import os
+try:
+    open({str(f)!r}, 'rb').read(); print('read', end=' ')
+except PermissionError:
+    print('denied', end=' ')
+try:
+    os.listdir({str(f.parent)!r}); print('listed')
+except PermissionError:
+    print('unlisted')
+"""
+        r = as_user_python(other, probe)
+        assert r.stdout.strip() == "denied unlisted", r.stdout + r.stderr
+        r = as_user_python(owner, probe)
+        assert r.stdout.strip() == "read unlisted", r.stdout + r.stderr
+        # The tenant's processes, as its owner, still map their limits and obey them.
+        raise_ledger_limit(owner, env, "private")
+        got = alloc_until_oom(process_env(d, "private", env), user=owner)
+        assert got["allocated_bytes"] == GIB - 64 * MIB, got
+    finally:
+        t.end()
+        d.stop()
