@@ -1,7 +1,8 @@
 /* The tenant routes: list, show, register (`gpuslice run`), change limits live (`gpuslice
  * set`), end (run, when its command ends), and count served requests. A caller sees only
  * their own tenants unless admin (access.c); someone else's tenant answers 404, exactly as a
- * missing one does, so that names do not leak. api-routes.c maps methods and paths here. */
+ * missing one does, so that names do not leak. A memory limit an admin sets is a ceiling that
+ * the tenant's owner may lower but not raise. api-routes.c maps methods and paths here. */
 #include "api.h"
 
 #include <stdlib.h>
@@ -118,8 +119,13 @@ int api_tenants_register(struct api_req *rq, struct api_reply *r)
   if (old && !access_may_see(&rq->peer, old))
     return api_error(r, 409, "tenant '%s' is registered by another user", req.name);
   if (old) {
-    /* The same tenant again (a retry, or one the daemon adopted first) is not a conflict. */
+    /* The same tenant again (a retry, or one the daemon adopted first) is not a conflict;
+     * another ledger under a live tenant's name is, whoever asks: root too would otherwise
+     * be handed that tenant, and end it when its own command ends. */
     registry_sample(&d->reg);
+    if (!old->exited && !registry_same_tenant(&d->reg, old, &req))
+      return old->uid != rq->peer.uid ? api_error(r, 409, "tenant '%s' is registered by another user", req.name)
+                                      : api_error(r, 409, "tenant '%s' is already running", req.name);
     if (!old->exited)
       return api_ok(r, 200, api_tenant_json(d, old));
     sampler_end_tenant(d, old, -1);
@@ -131,6 +137,9 @@ int api_tenants_register(struct api_req *rq, struct api_reply *r)
     gs_error_release(&err);
     return 0;
   }
+  /* An admin registering someone else's tenant sets its limits as an admin's PATCH does. */
+  if (rq->peer.admin && rq->peer.uid != t->uid && req.limits_given)
+    registry_set_ceiling(t, -1);
   if (usage_db_tenant(d->db, t, &err) < 0) {
     GS_LOG(GS_LOG_ERROR, "tenant '%s': %s", t->name, err->msg);
     gs_error_release(&err);
@@ -187,6 +196,24 @@ int api_tenant_show(struct api_req *rq, struct api_reply *r)
   return t ? api_ok(r, 200, api_tenant_json(rq->d, t)) : 0;
 }
 
+/* What an admin set is a ceiling: the tenant's owner may lower a limit, never raise it past
+ * that, nor lift it. True, with a 403 in r, when the change would. */
+static bool vram_over_ceiling(struct api_req *rq, const struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm,
+                              struct api_reply *r)
+{
+  int g = registry_vram_above_ceiling(t, gpu, bytes, ppm, rq->d->gpu_totals, rq->d->snap.ngpus);
+  if (g < 0)
+    return false;
+  uint64_t c = atomic_load(&t->limits->ceiling_bytes[g]);
+  if (c % (1 << 20) == 0)
+    api_error(r, 403, "tenant '%s': GPU %d's memory limit may not go above the ceiling an admin set, %llu MiB",
+              t->name, g, (unsigned long long) (c >> 20));
+  else
+    api_error(r, 403, "tenant '%s': GPU %d's memory limit may not go above the ceiling an admin set, %llu bytes",
+              t->name, g, (unsigned long long) c);
+  return true;
+}
+
 int api_tenant_patch(struct api_req *rq, struct api_reply *r)
 {
   struct tenant *t = named_tenant(rq, r);
@@ -207,8 +234,12 @@ int api_tenant_patch(struct api_req *rq, struct api_reply *r)
     return 0;
   if (tenant_json_read_compute(rq->body, &c, cgiven, &err) < 0)
     return bad_request(r, &err), 0;
+  if (vram && !rq->peer.admin && vram_over_ceiling(rq, t, gpu, bytes, ppm, r))
+    return 0;
   if (vram)
     registry_set_vram(t, gpu, bytes, ppm, rq->d->gpu_totals, rq->d->snap.ngpus);
+  if (vram && rq->peer.admin)
+    registry_set_ceiling(t, gpu);
   if (cgiven[0] || cgiven[1] || cgiven[2])
     registry_set_compute(t, cgiven[0] ? &c.compute_ppm : NULL, cgiven[1] ? &c.policy : NULL,
                          cgiven[2] ? &c.priority : NULL);
@@ -226,7 +257,14 @@ int api_tenant_end(struct api_req *rq, struct api_reply *r)
   long status = exit_arg ? strtol(exit_arg, &end, 10) : -1;
   if (exit_arg && (!*exit_arg || *end || status < 0 || status > 255))
     return api_error(r, 400, "query 'exit': want an exit status 0..255");
+  /* Ending a registration ends the daemon's hold on the tenant (its limits file, its
+   * accounting): not while the tenant's processes run, or a tenant could end it itself and
+   * then raise its limits in its ledger. It ends when they have, as any tenant does. */
   registry_sample(&rq->d->reg);
+  int live = t->exited ? 0 : tenant_live_procs(t, rq->peer.pid);
+  if (live > 0)
+    return api_error(r, 409, "tenant '%s' still has %d running process%s: it ends when they do", t->name, live,
+                     live == 1 ? "" : "es");
   sampler_end_tenant(rq->d, t, (int) status);
   return api_ok(r, 204, NULL);
 }

@@ -60,6 +60,17 @@ static void syslog_sink(int level, const char *line, void *data)
   syslog(prio[level < 0 ? 0 : level > 3 ? 3 : level], "%s", line);
 }
 
+/* The interposer reads limits files only beside the socket (gs_daemon_dir): a socket kept
+ * elsewhere leaves the tenants with their ledgers' limits, which they can write. */
+static void check_socket_dir(const struct daemon_config *c)
+{
+  const char *slash = strrchr(c->socket, '/');
+  size_t n = slash ? (size_t) (slash - c->socket) : 0;
+  if (!slash || strlen(c->state_dir) != n || strncmp(c->socket, c->state_dir, n) != 0)
+    GS_LOG(GS_LOG_WARN, "socket %s is not in the state dir %s: tenants' processes will not find their limits files",
+           c->socket, c->state_dir);
+}
+
 static int start(struct daemon *d, gs_error_t *err)
 {
   d->health.started_mono = daemon_now_mono();
@@ -68,7 +79,8 @@ static int start(struct daemon *d, gs_error_t *err)
     return -1;
   if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 || usage_db_open(d->cfg.ledger, &d->db, err) < 0)
     return -1;
-  registry_init(&d->reg, d->cfg.state_dir);
+  registry_init(&d->reg, d->cfg.state_dir, d->cfg.admin_group);
+  check_socket_dir(&d->cfg);
   sampler_gpus(d);
   sampler_adopt(d);
   if (usage_db_close_orphans(d->db, &d->reg, err) < 0)

@@ -100,6 +100,8 @@ struct tenant {
   bool sampled;                  /* gpu[] holds a reading */
   int ledger_fd;                 /* the ledger, kept open for sampling; -1 until first read */
   int pidfd;                     /* the owner, to notice its end without reading /proc; -1 until known */
+  struct gs_ledger_pid *procs;   /* the tenant's processes the daemon has seen live (tenant_track_procs) */
+  int nprocs;
   struct tenant_gpu gpu[GS_LEDGER_MAX_GPUS];
 };
 
@@ -107,6 +109,7 @@ struct registry {
   struct tenant **v;
   int n, cap;
   const char *state_dir;
+  gid_t limits_gid; /* the group of the limits files: the admin group, else the daemon's */
 };
 
 /* Reads the tenant's ledger into buf (gs_ledger_read_fd: with pread, never mapped, owned by
@@ -116,6 +119,12 @@ int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf);
 /* True while the tenant's owner runs: a poll of a pidfd, checked against the owner's start
  * time once when it is opened. */
 bool tenant_owner_alive(struct tenant *t);
+/* Adds the processes the ledger's live slots name to t->procs and drops those that ended. A
+ * process once seen stays the tenant's until it ends, whatever its slot says later: the
+ * tenant writes its slots. */
+void tenant_track_procs(struct tenant *t);
+/* How many of t->procs still run, not counting pid except. */
+int tenant_live_procs(struct tenant *t, pid_t except);
 /* Writes the limits of lim into the tenant's ledger too, for processes that started before the
  * daemon wrote the limits file. Best effort: a ledger the daemon cannot write is left alone. */
 void tenant_mirror_limits(const struct tenant *t);
@@ -132,13 +141,16 @@ struct tenant_request {
   struct gs_ledger_compute compute;
 };
 
-void registry_init(struct registry *r, const char *state_dir);
+void registry_init(struct registry *r, const char *state_dir, const char *admin_group);
 void registry_release(struct registry *r);
 struct tenant *registry_find(struct registry *r, const char *name);
 /* Registers (or re-registers) a tenant for caller uid; *status gets the HTTP status to answer
  * (201 new, 200 same tenant again, 4xx refused). Returns the tenant, or NULL with err. */
 struct tenant *registry_add(struct registry *r, const struct tenant_request *req, uid_t caller,
                             bool admin, const uint64_t *gpu_totals, int ngpus, int *status, gs_error_t *err);
+/* True when req asks for the same instance of the tenant as t: the ledger t was registered
+ * from (same dir, same creation time), not another one under its name. */
+bool registry_same_tenant(struct registry *r, const struct tenant *t, const struct tenant_request *req);
 /* Takes the tenant out: removes its limits file. The tenant is freed. */
 void registry_remove(struct registry *r, struct tenant *t);
 /* Adopts tenants the daemon does not know: its limits files left by an earlier run, and live
@@ -148,6 +160,12 @@ int registry_adopt(struct registry *r, const uint64_t *gpu_totals, int ngpus);
 void registry_set_vram(struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm, const uint64_t *gpu_totals,
                        int ngpus);
 void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t *policy, const uint32_t *priority);
+/* The first GPU (of gpu, or of all when gpu < 0) where a memory limit of bytes, or ppm of the
+ * GPU, would be above the ceiling an admin set (struct gs_limits.ceiling_bytes), or -1. */
+int registry_vram_above_ceiling(const struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm,
+                                const uint64_t *gpu_totals, int ngpus);
+/* Makes the memory limits of gpu (all when gpu < 0), as they are now, the tenant's ceilings. */
+void registry_set_ceiling(struct tenant *t, int gpu);
 /* Reads every tenant's ledger into t->gpu; marks those whose owner has gone as exited. */
 void registry_sample(struct registry *r);
 

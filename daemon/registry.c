@@ -10,16 +10,28 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-void registry_init(struct registry *r, const char *state_dir)
+/* The limits files' group: admins read them; a daemon without such a group keeps its own. */
+static gid_t limits_gid(const char *admin_group)
+{
+  struct group gr, *g = NULL;
+  char buf[4096];
+  if (admin_group && *admin_group && getgrnam_r(admin_group, &gr, buf, sizeof(buf), &g) == 0 && g)
+    return g->gr_gid;
+  return getegid();
+}
+
+void registry_init(struct registry *r, const char *state_dir, const char *admin_group)
 {
   memset(r, 0, sizeof(*r));
   r->state_dir = state_dir;
+  r->limits_gid = limits_gid(admin_group);
 }
 
 static void tenant_free(struct tenant *t)
@@ -29,6 +41,7 @@ static void tenant_free(struct tenant *t)
     close(t->ledger_fd);
   if (t->pidfd >= 0)
     close(t->pidfd);
+  free(t->procs);
   free(t);
 }
 
@@ -110,7 +123,7 @@ static void limits_fill(struct gs_limits *lim, const struct tenant *t, const str
 
 static int tenant_write_limits(struct registry *r, struct tenant *t, const struct gs_limits *init, gs_error_t *err)
 {
-  if (gs_limits_create(r->state_dir, init, &t->limits, err) < 0)
+  if (gs_limits_create(r->state_dir, init, r->limits_gid, &t->limits, err) < 0)
     return -1;
   tenant_mirror_limits(t);
   return 0;
@@ -145,6 +158,14 @@ struct tenant *registry_add(struct registry *r, const struct tenant_request *req
   append(r, t);
   *status = 201;
   return t;
+}
+
+bool registry_same_tenant(struct registry *r, const struct tenant *t, const struct tenant_request *req)
+{
+  struct gs_ledger_copy l;
+  const char *dir = req->ledger_dir ? req->ledger_dir : r->state_dir;
+  return strcmp(dir, t->ledger_dir) == 0 && gs_ledger_read_copy(dir, req->name, t->uid, &l, NULL) == 0 &&
+         l.created_unix_ns == t->created_unix_ns;
 }
 
 void registry_remove(struct registry *r, struct tenant *t)
@@ -263,18 +284,47 @@ void registry_set_vram(struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm, 
   limits_changed(t);
 }
 
+int registry_vram_above_ceiling(const struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm,
+                                const uint64_t *gpu_totals, int ngpus)
+{
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
+    uint64_t ceiling = atomic_load(&t->limits->ceiling_bytes[g]);
+    if ((gpu >= 0 && g != gpu) || ceiling == GS_LIMIT_NONE)
+      continue;
+    /* Lifting the limit (GS_LIMIT_NONE) is the highest raise of all. */
+    if (gs_limit_resolve(bytes, ppm, gpu_total(g, gpu_totals, ngpus)) > ceiling)
+      return g;
+  }
+  return -1;
+}
+
+void registry_set_ceiling(struct tenant *t, int gpu)
+{
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    if (gpu < 0 || g == gpu)
+      gs_limits_set_ceiling(t->limits, g);
+  gs_limits_changed(t->limits);
+}
+
 void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t *policy, const uint32_t *priority)
 {
   gs_limits_set_compute(t->limits, ppm, policy, priority, NULL);
   limits_changed(t);
 }
 
-/* Reads the tenant's ledger into t->gpu; false when the tenant has ended. */
+/* Reads the tenant's ledger into t->gpu; false when the tenant has ended: its owner has, and
+ * so have the processes the daemon saw in its slots. */
 static bool tenant_sample(struct tenant *t)
 {
   struct gs_ledger_copy l;
-  if (!tenant_owner_alive(t) || tenant_reread(t, &l) < 0 || l.created_unix_ns != t->created_unix_ns)
+  bool owner = tenant_owner_alive(t);
+  bool read = tenant_reread(t, &l) == 0 && l.created_unix_ns == t->created_unix_ns;
+  if (read)
+    tenant_track_procs(t);
+  if (!(owner && read) && tenant_live_procs(t, 0) == 0)
     return false;
+  if (!read)
+    return true; /* an unreadable ledger keeps its last reading while its processes run */
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
     struct tenant_gpu *tg = &t->gpu[g];
     tg->used_bytes = l.gpu[g].used_bytes;

@@ -2,6 +2,7 @@
 #include <gpuslice/daemon-paths.h>
 
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +30,20 @@ const char *gs_daemon_socket_path(void)
       stat(SYSTEM_SOCKET, &st) < 0 || !S_ISSOCK(st.st_mode))
     return own;
   return SYSTEM_SOCKET;
+}
+
+const char *gs_daemon_dir(void)
+{
+  static char buf[4096];
+  snprintf(buf, sizeof(buf), "%s", gs_daemon_socket_path());
+  char *slash = strrchr(buf, '/');
+  if (!slash)
+    snprintf(buf, sizeof(buf), ".");
+  else if (slash == buf)
+    buf[1] = '\0';
+  else
+    *slash = '\0';
+  return buf;
 }
 
 const char *gs_daemon_ledger_path(void)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -110,6 +111,38 @@ int gs_ledger_read_copy(const char *dir, const char *name, uid_t uid, struct gs_
   int rc = gs_ledger_read_fd(fd, path, uid, out, err);
   close(fd);
   return rc;
+}
+
+/* A slot's identity from its bytes, taken by offset as the head's fields are. */
+static void slot_identity(const unsigned char *slot, uint32_t *state, struct gs_ledger_pid *id)
+{
+  int32_t pid;
+  memcpy(state, slot + offsetof(struct gs_ledger_proc, state), sizeof(*state));
+  memcpy(&pid, slot + offsetof(struct gs_ledger_proc, pid), sizeof(pid));
+  memcpy(&id->start_time, slot + offsetof(struct gs_ledger_proc, start_time), sizeof(id->start_time));
+  id->pid = pid;
+}
+
+int gs_ledger_read_procs(int fd, struct gs_ledger_pid *out, int max, gs_error_t *err)
+{
+  const size_t len = sizeof(struct gs_ledger_proc) * GS_LEDGER_MAX_PROCS;
+  unsigned char *slots = malloc(len);
+  int n = 0;
+  if (!slots)
+    return gs_make_error(err, ENOMEM, "read process slots");
+  ssize_t got = pread(fd, slots, len, (off_t) offsetof(struct gs_ledger, proc));
+  if (got < 0) {
+    int e = errno;
+    free(slots);
+    return gs_make_error(err, e, "read process slots");
+  }
+  for (size_t i = 0; i + sizeof(struct gs_ledger_proc) <= (size_t) got && n < max; i += sizeof(struct gs_ledger_proc)) {
+    uint32_t state;
+    slot_identity(slots + i, &state, &out[n]);
+    n += state == GS_SLOT_LIVE && out[n].pid > 0;
+  }
+  free(slots);
+  return n;
 }
 
 static int put(int fd, size_t off, const void *v, size_t len, const char *path, gs_error_t *err)

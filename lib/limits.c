@@ -2,12 +2,14 @@
  * mapper in shm.c), and the daemon's changes to it; see gs-limits.h for why they exist and
  * who writes them. */
 #include <gpuslice/limits.h>
+#include <gpuslice/log.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,14 +57,52 @@ static int write_all(int fd, const void *buf, size_t len)
   return 0;
 }
 
-/* Writes the whole file under a temporary name, then renames it into place. */
-static int write_new(const char *tmp, const char *path, const struct gs_limits *lim, gs_error_t *err)
+/* The POSIX ACL (system.posix_acl_access, the kernel's binary form) of a limits file: the
+ * daemon reads and writes it, the group (admins) and the tenant's owner read it, no one else. */
+struct acl_entry {
+  uint16_t tag, perm;
+  uint32_t id;
+};
+enum { ACL_VERSION = 2, ACL_USER_OBJ = 1, ACL_USER = 2, ACL_GROUP_OBJ = 4, ACL_MASK = 0x10, ACL_OTHER = 0x20 };
+
+static int grant_tenant(int fd, uid_t tenant)
 {
-  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  const uint32_t none = (uint32_t) -1;
+  struct {
+    uint32_t version;
+    struct acl_entry e[5];
+  } acl = { ACL_VERSION, { { ACL_USER_OBJ, 6, none }, { ACL_USER, 4, (uint32_t) tenant }, { ACL_GROUP_OBJ, 4, none },
+                           { ACL_MASK, 4, none }, { ACL_OTHER, 0, none } } };
+  if (tenant == geteuid())
+    return 0;
+  return fsetxattr(fd, "system.posix_acl_access", &acl, sizeof(acl), 0);
+}
+
+/* Mode 0640, group gid (when the daemon may give it), read for the tenant's owner by ACL. A
+ * file system without ACLs gets 0644: the tenant must read its limits, and the names in them
+ * are the lesser leak. The mode must not depend on the daemon's umask being sane. */
+static int set_access(int fd, gid_t gid, uid_t tenant, const char *path)
+{
+  if (fchown(fd, (uid_t) -1, gid) < 0 && errno != EPERM)
+    return -1;
+  if (fchmod(fd, 0640) < 0)
+    return -1;
+  if (grant_tenant(fd, tenant) == 0)
+    return 0;
+  if (errno != ENOTSUP && errno != EOPNOTSUPP)
+    return -1;
+  GS_LOG(GS_LOG_WARN, "'%s': no ACLs on this file system: readable by every user", path);
+  return fchmod(fd, 0644);
+}
+
+/* Writes the whole file under a temporary name, then renames it into place. */
+static int write_new(const char *tmp, const char *path, const struct gs_limits *lim, gid_t gid, gs_error_t *err)
+{
+  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0)
     return gs_make_error(err, errno, "create '%s'", tmp);
-  /* The mode must not depend on the daemon's umask being sane. */
-  if (fchmod(fd, 0644) < 0 || write_all(fd, lim, sizeof(*lim)) < 0 || rename(tmp, path) < 0) {
+  if (set_access(fd, gid, (uid_t) lim->uid, path) < 0 || write_all(fd, lim, sizeof(*lim)) < 0 ||
+      rename(tmp, path) < 0) {
     int e = errno;
     close(fd);
     unlink(tmp);
@@ -72,21 +112,33 @@ static int write_new(const char *tmp, const char *path, const struct gs_limits *
   return 0;
 }
 
-int gs_limits_create(const char *dir, const struct gs_limits *init, struct gs_limits **out, gs_error_t *err)
+/* dir/limits: mode 0751, group gid. Its files' owners open them by name; only the daemon and
+ * its group may list the names. */
+static int make_dir(const char *ldir, gid_t gid, gs_error_t *err)
+{
+  if (mkdir(ldir, 0751) < 0 && errno != EEXIST)
+    return gs_make_error(err, errno, "create directory '%s'", ldir);
+  if ((chown(ldir, (uid_t) -1, gid) < 0 && errno != EPERM) || chmod(ldir, 0751) < 0)
+    return gs_make_error(err, errno, "set the mode of '%s'", ldir);
+  return 0;
+}
+
+int gs_limits_create(const char *dir, const struct gs_limits *init, gid_t gid, struct gs_limits **out,
+                     gs_error_t *err)
 {
   char path[4096], tmp[4200], ldir[4096];
   struct gs_limits lim;
   if (gs_limits_path(path, sizeof(path), dir, init->name, err) < 0)
     return -1;
   snprintf(ldir, sizeof(ldir), "%s/limits", dir);
-  if (mkdir(ldir, 0755) < 0 && errno != EEXIST)
-    return gs_make_error(err, errno, "create directory '%s'", ldir);
+  if (make_dir(ldir, gid, err) < 0)
+    return -1;
   snprintf(tmp, sizeof(tmp), "%s/.%s.%d", ldir, init->name, (int) getpid());
   memcpy(&lim, init, sizeof(lim));
   lim.magic = GS_LIMITS_MAGIC;
   lim.version = GS_LIMITS_VERSION;
   lim.size = sizeof(lim);
-  if (write_new(tmp, path, &lim, err) < 0)
+  if (write_new(tmp, path, &lim, gid, err) < 0)
     return -1;
   return gs_limits_open(dir, init->name, true, out, err);
 }
@@ -129,8 +181,10 @@ void gs_limits_init(struct gs_limits *lim, const struct gs_ledger_copy *l, const
   lim->registered_unix_ns = now_unix_ns();
   snprintf(lim->ledger_dir, sizeof(lim->ledger_dir), "%s", ledger_dir);
   snprintf(lim->labels, sizeof(lim->labels), "%s", labels ? labels : l->labels);
-  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
     atomic_init(&lim->limit_bytes[g], GS_LIMIT_NONE);
+    atomic_init(&lim->ceiling_bytes[g], GS_LIMIT_NONE);
+  }
   gs_limits_set_compute(lim, &l->compute.limit_ppm, &l->compute.policy, &l->compute.priority,
                         &l->compute.slice_ms);
 }
@@ -140,6 +194,11 @@ void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t
   /* The percentage goes first: a reader that sees the new bytes sees what they came from. */
   atomic_store(&lim->limit_ppm[gpu], ppm);
   atomic_store(&lim->limit_bytes[gpu], gs_limit_resolve(bytes, ppm, total));
+}
+
+void gs_limits_set_ceiling(struct gs_limits *lim, int gpu)
+{
+  atomic_store(&lim->ceiling_bytes[gpu], atomic_load(&lim->limit_bytes[gpu]));
 }
 
 void gs_limits_set_compute(struct gs_limits *lim, const uint32_t *ppm, const uint32_t *policy,
@@ -166,27 +225,52 @@ bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid
          strncmp(lim->name, l->name, sizeof(lim->name)) == 0;
 }
 
-static int find_in(const char *dir, const struct gs_ledger *l, struct gs_limits **out)
+/* Opens dir/limits/name when the daemon's uid owns it and no one else may write it: the
+ * owner of dir/limits, which must be closed to others' writes too. A copy the tenant made is
+ * its own file, and the tenant could as well write its ledger. Returns the fd, or -1. */
+static int open_daemon_file(const char *dir, const char *name)
 {
+  char ldir[4096];
+  struct stat ds, fs;
+  int fd = -1;
+  if ((size_t) snprintf(ldir, sizeof(ldir), "%s/limits", dir) >= sizeof(ldir))
+    return -1;
+  /* O_PATH: the directory is 0751, its files opened by name by those who may not list it. */
+  int dfd = open(ldir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dfd < 0)
+    return -1;
+  if (fstat(dfd, &ds) == 0 && !(ds.st_mode & (S_IWGRP | S_IWOTH)))
+    fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  close(dfd);
+  if (fd >= 0 && (fstat(fd, &fs) < 0 || !S_ISREG(fs.st_mode) || fs.st_uid != ds.st_uid ||
+                  (fs.st_mode & (S_IWGRP | S_IWOTH)))) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+int gs_limits_find(const char *daemon_dir, const struct gs_ledger *l, struct gs_limits **out)
+{
+  char path[4096];
   struct gs_limits *lim = NULL;
   gs_error_t err = NULL;
-  if (gs_limits_open(dir, l->name, false, &lim, &err) < 0) {
-    gs_error_release(&err);
+  if (gs_limits_path(path, sizeof(path), daemon_dir, l->name, NULL) < 0)
     return 0;
-  }
+  int fd = open_daemon_file(daemon_dir, l->name);
+  if (fd < 0)
+    return 0;
+  int rc = gs__shm_map_fd(fd, path, &limits_shm, GS__SHM_PRIVATE, (void **) &lim, &err);
+  close(fd);
+  gs_error_release(&err);
+  if (rc < 0)
+    return 0;
   if (!gs_limits_match(lim, l, geteuid())) {
     gs_limits_close(lim);
     return 0;
   }
   *out = lim;
   return 1;
-}
-
-int gs_limits_find(const char *state_dir, const struct gs_ledger *l, struct gs_limits **out)
-{
-  if (find_in(state_dir, l, out))
-    return 1;
-  return strcmp(state_dir, GS_LIMITS_SYSTEM_DIR) != 0 && find_in(GS_LIMITS_SYSTEM_DIR, l, out);
 }
 
 const char *gs_compute_policy_name(uint32_t policy)

@@ -125,6 +125,21 @@ int gs__shm_open(const char *path, const struct gs__shm_layout *layout, int flag
   return 0;
 }
 
+int gs__shm_map_fd(int fd, const char *path, const struct gs__shm_layout *layout, int flags, void **out,
+                   gs_error_t *err)
+{
+  void *m = NULL;
+  flags &= ~GS__SHM_CREATE;
+  if (size_fd(fd, path, layout, flags, false, err) < 0 || map_fd(fd, path, layout, flags, &m, err) < 0)
+    return -1;
+  if (check_mapped(m, path, layout, flags, err) < 0) {
+    gs__shm_close(m, layout);
+    return -1;
+  }
+  *out = m;
+  return 0;
+}
+
 void gs__shm_close(void *p, const struct gs__shm_layout *layout)
 {
   if (p)

@@ -50,6 +50,11 @@ enum gs__shm_flags {
 int gs__shm_open(const char *path, const struct gs__shm_layout *layout, int flags, void **out, bool *created,
                  gs_error_t *err);
 
+/* Maps the existing file open on fd (which the caller has checked and still owns) as layout
+ * says, as gs__shm_open does without CREATE; path names it in messages. */
+int gs__shm_map_fd(int fd, const char *path, const struct gs__shm_layout *layout, int flags, void **out,
+                   gs_error_t *err);
+
 /* Checks a header (of a mapping or of a copy) against layout; path names it in messages. */
 int gs__shm_check(const struct gs__shm_header *h, const struct gs__shm_layout *layout, const char *path,
                   gs_error_t *err);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <gpuslice.h>
+#include <gpuslice/daemon-paths.h>
 #include <gpuslice/limits.h>
 #include <gpuslice/proc.h>
 #include "pool-reserve.h"
@@ -61,11 +62,13 @@ __attribute__((destructor)) static void release_at_exit(void)
 }
 
 /* While the node daemon runs, its read-only limits file decides the limits, not the ledger
- * the tenant can write (see gs-limits.h). The mapping is kept for the life of the process. */
+ * the tenant can write (see gpuslice/limits.h): read from the daemon's own directory only,
+ * where its socket is, and checked there once. The mapping is kept for the life of the
+ * process. */
 static void bind_daemon_limits(void)
 {
   struct gs_limits *lim = NULL;
-  if (gs_limits_find(gs_ledger_state_dir(), T.ledger, &lim) == 1)
+  if (gs_limits_find(gs_daemon_dir(), T.ledger, &lim) == 1)
     gs_ledger_set_authority(T.ledger, lim);
 }
 

@@ -20,6 +20,9 @@
 
 /* The socket a client connects to. */
 const char *gs_daemon_socket_path(void);
+/* The daemon's directory as its clients find it: the directory of gs_daemon_socket_path(),
+ * which is by default the daemon's state dir. The interposer reads limits files only there. */
+const char *gs_daemon_dir(void);
 /* The socket the daemon listens on: the same, without the fallback to the system socket. */
 const char *gs_daemon_listen_socket_path(void);
 const char *gs_daemon_ledger_path(void);

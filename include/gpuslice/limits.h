@@ -2,9 +2,13 @@
  * tenant's limits. A tenant's processes must write its ledger (gs-ledger.h) to charge
  * usage, so a limit kept there could be raised by the tenant itself. The daemon therefore
  * writes each tenant's limits into a file of its own, <daemon state dir>/limits/<name>,
- * mode 0644 and owned by the daemon's user, which the interposer maps read-only. When such
- * a file matches the tenant, its limits take precedence over the ledger's own fields (see
- * gs_ledger_set_authority): neither the environment nor the shared ledger can raise them.
+ * owned by the daemon's user, mode 0640 with the admin group and, by ACL, read for the
+ * tenant's owner, which the interposer maps read-only. It looks only in the daemon's own
+ * directory (where the socket it would talk to lives) and takes only a file that the owner
+ * of that limits directory owns and no one else may write. When such a file matches the
+ * tenant, its limits take precedence over the ledger's own fields (see
+ * gs_ledger_set_authority): neither the environment, nor the shared ledger, nor a copy of
+ * the file elsewhere can raise them.
  *
  * The daemon changes limits in place with atomic stores, so every process of the tenant
  * sees a new limit at its next allocation, without a syscall. The file also records what the
@@ -24,10 +28,7 @@
 #include <gpuslice/tenant-ledger.h>
 
 #define GS_LIMITS_MAGIC 0x4753544c494d4931ULL /* "GSTLIMI1" */
-#define GS_LIMITS_VERSION 1
-/* Where a system daemon (run as root) keeps the limits files. An interposer whose tenant's
- * ledger lives elsewhere (a user's own state dir) looks here too. */
-#define GS_LIMITS_SYSTEM_DIR "/run/gpuslice"
+#define GS_LIMITS_VERSION 2
 
 struct gs_limits {
   uint64_t magic;
@@ -45,12 +46,15 @@ struct gs_limits {
   _Atomic uint64_t limit_bytes[GS_LEDGER_MAX_GPUS]; /* GS_LIMIT_NONE when unlimited */
   _Atomic uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];   /* what was asked when it was a percentage; 0 otherwise */
   struct gs_ledger_compute compute;                  /* limit_ppm (0: none), policy, priority, slice_ms */
+  /* The memory limit an admin set, per GPU: the tenant's owner may lower its limit but not
+   * raise it past this (GS_LIMIT_NONE: no ceiling). Only the daemon reads it. */
+  _Atomic uint64_t ceiling_bytes[GS_LEDGER_MAX_GPUS];
 };
 
 /* The limits file's layout, pinned: the daemon writes it and every tenant's interposer maps
  * it, possibly built from another version. A change here forces a bump of GS_LIMITS_VERSION.
  * (gs_ledger_compute is pinned in gs-ledger.h.) */
-_Static_assert(sizeof(struct gs_limits) == 2376, "gs_limits changed: bump GS_LIMITS_VERSION");
+_Static_assert(sizeof(struct gs_limits) == 2504, "gs_limits changed: bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, version) == 8, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, size) == 12, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, name) == 16, "bump GS_LIMITS_VERSION");
@@ -65,14 +69,18 @@ _Static_assert(offsetof(struct gs_limits, generation) == 2160, "bump GS_LIMITS_V
 _Static_assert(offsetof(struct gs_limits, limit_bytes) == 2168, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, limit_ppm) == 2296, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, compute) == 2360, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, ceiling_bytes) == 2376, "bump GS_LIMITS_VERSION");
 
 /* <dir>/limits/<name>. Returns 0, or -1 with err for a bad name or a path too long. */
 int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err);
 
 /* Writes a new limits file from *init (magic, version and size are filled in) under
- * dir/limits (made 0755 if needed), atomically: a reader sees the old file or the whole
- * new one. The file is mode 0644. Maps it read-write into *out for later changes. */
-int gs_limits_create(const char *dir, const struct gs_limits *init, struct gs_limits **out, gs_error_t *err);
+ * dir/limits (made mode 0751, group gid), atomically: a reader sees the old file or the
+ * whole new one. The file is mode 0640, group gid (when the caller may give it; else its
+ * own), with read for the tenant's owner (init->uid) by POSIX ACL; 0644 on a file system
+ * without ACLs. Maps it read-write into *out for later changes. */
+int gs_limits_create(const char *dir, const struct gs_limits *init, gid_t gid, struct gs_limits **out,
+                     gs_error_t *err);
 
 /* Maps an existing limits file, read-only unless writable. Checks magic, version, size,
  * and that neither group nor others may write it. */
@@ -88,12 +96,14 @@ uint64_t gs_limit_resolve(uint64_t bytes, uint32_t ppm, uint64_t total);
 
 /* Starts the contents of a limits file, in memory, for the tenant whose ledger was read into
  * l from ledger_dir: its identity, its labels (labels, or the ledger's when NULL), registered
- * now, with no memory limit and the ledger's compute limits. Change what differs with the
+ * now, with no memory limit, no ceiling and the ledger's compute limits. Change what differs with the
  * calls below, then write it with gs_limits_create. */
 void gs_limits_init(struct gs_limits *lim, const struct gs_ledger_copy *l, const char *ledger_dir,
                     const char *labels);
 /* Sets gpu's memory limit: bytes, or ppm (when not 0) of the GPU's total bytes (0: unknown). */
 void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t ppm, uint64_t total);
+/* Makes gpu's memory limit, as it is now, the ceiling its owner may not raise it past. */
+void gs_limits_set_ceiling(struct gs_limits *lim, int gpu);
 /* Sets the compute limits that are not NULL. */
 void gs_limits_set_compute(struct gs_limits *lim, const uint32_t *ppm, const uint32_t *policy,
                            const uint32_t *priority, const uint32_t *slice_ms);
@@ -103,10 +113,11 @@ void gs_limits_changed(struct gs_limits *lim);
 /* True when lim is about the tenant of ledger l (same name and instance) and owned by uid. */
 bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid_t uid);
 
-/* For the interposer: finds the limits file of the tenant of l, in state_dir and then in
- * GS_LIMITS_SYSTEM_DIR, and maps it read-only. Returns 1 and sets *out when one matches
- * (gs_limits_match with geteuid()), 0 when there is none. Never fails otherwise. */
-int gs_limits_find(const char *state_dir, const struct gs_ledger *l, struct gs_limits **out);
+/* For the interposer, once at attach: maps read-only the limits file of the tenant of l in
+ * daemon_dir/limits (gs_daemon_dir()), and only when fstat on the opened files shows the
+ * limits directory and the file owned by the same uid and writable by no one else. Returns 1
+ * and sets *out when it matches (gs_limits_match with geteuid()), 0 otherwise; never fails. */
+int gs_limits_find(const char *daemon_dir, const struct gs_ledger *l, struct gs_limits **out);
 
 /* The names the API, the CLI and the usage ledger give the compute enums of gs-ledger.h. */
 const char *gs_compute_policy_name(uint32_t policy); /* "share", "cap" */

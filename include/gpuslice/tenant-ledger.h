@@ -222,6 +222,17 @@ int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy
 int gs_ledger_read_copy(const char *dir, const char *name, uid_t uid, struct gs_ledger_copy *out,
                         gs_error_t *err);
 
+/* A process that holds a live slot in a ledger. */
+struct gs_ledger_pid {
+  pid_t pid;
+  uint64_t start_time;
+};
+/* Reads the processes of the live slots of the ledger open on fd (as gs_ledger_read_fd
+ * checked it) into out, up to max of them, with one pread. What the slots say is the
+ * tenant's word: a reader checks each process itself (gs_proc_alive). Returns how many, or
+ * -1 with err. */
+int gs_ledger_read_procs(int fd, struct gs_ledger_pid *out, int max, gs_error_t *err);
+
 struct gs_limits;
 /* Writes the limits of lim (memory in bytes, compute limit, policy and priority) into the
  * ledger dir/tenants/name, for the tenant's processes that started before the daemon wrote

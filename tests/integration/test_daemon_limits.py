@@ -98,7 +98,7 @@ def test_tenant_of_another_user_cannot_raise_its_own_limit(shared_root):
     t, env = start_user_tenant(d, pw, "mine", sim)
     try:
         ledger, limits = d.state / "tenants" / "mine", d.state / "limits" / "mine"
-        assert limits.stat().st_uid == 0 and (limits.stat().st_mode & 0o777) == 0o644
+        assert limits.stat().st_uid == 0 and (limits.stat().st_mode & 0o777) == 0o640
         r = subprocess.run(as_user(pw) + [PYTHON, "-c", tamper_script(ledger, limits, GIB)],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr

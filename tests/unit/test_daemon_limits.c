@@ -58,11 +58,11 @@ static struct gs_limits *daemon_limits(const struct gs_ledger *l, uint64_t limit
   atomic_init(&init.compute.limit_ppm, 250000);
   atomic_init(&init.compute.policy, GS_COMPUTE_CAP);
   atomic_init(&init.compute.priority, GS_PRIO_HIGH);
-  assert_int_equal(gs_limits_create(dir, &init, &lim, &err), 0);
+  assert_int_equal(gs_limits_create(dir, &init, getegid(), &lim, &err), 0);
   return lim;
 }
 
-static void test_limits_file_is_0644_and_reads_back(void **state)
+static void test_limits_file_is_0640_and_reads_back(void **state)
 {
   (void) state;
   struct gs_ledger *l = new_tenant("readback", 1024 * MIB);
@@ -72,7 +72,7 @@ static void test_limits_file_is_0644_and_reads_back(void **state)
   struct stat st;
   snprintf(path, sizeof(path), "%s/limits/readback", dir);
   assert_int_equal(stat(path, &st), 0);
-  assert_int_equal(st.st_mode & 0777, 0644);
+  assert_int_equal(st.st_mode & 0777, 0640);
   assert_int_equal(gs_limits_open(dir, "readback", false, &ro, &err), 0);
   assert_int_equal(atomic_load(&ro->limit_bytes[0]), 512 * MIB);
   assert_true(gs_limits_match(ro, l, geteuid()));
@@ -252,7 +252,7 @@ static void test_limits_init_from_a_ledger_copy_names_the_tenant(void **state)
   assert_int_equal(atomic_load(&init.limit_ppm[0]), 500000);
   assert_int_equal(atomic_load(&init.limit_bytes[0]), 4 * 1024 * MIB);
   assert_int_equal(atomic_load(&init.limit_bytes[1]), 3 * MIB);
-  assert_int_equal(gs_limits_create(dir, &init, &rw, &err), 0);
+  assert_int_equal(gs_limits_create(dir, &init, getegid(), &rw, &err), 0);
   assert_int_equal(gs_limits_find(dir, l, &ro), 1);
   assert_int_equal(atomic_load(&ro->limit_bytes[0]), 4 * 1024 * MIB);
   gs_limits_close(ro);
@@ -302,7 +302,7 @@ static void test_daemon_paths_follow_the_environment(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_teardown(test_limits_file_is_0644_and_reads_back, drop_authority),
+    cmocka_unit_test_teardown(test_limits_file_is_0640_and_reads_back, drop_authority),
     cmocka_unit_test_teardown(test_limits_file_that_others_may_write_is_refused, drop_authority),
     cmocka_unit_test_teardown(test_bad_limits_files_are_refused, drop_authority),
     cmocka_unit_test_teardown(test_authority_overrides_the_ledger_on_the_reserve_path, drop_authority),
