@@ -1,0 +1,54 @@
+"""The daemon against a hostile node (issue #12): clients that hold connections open, a second
+daemon on the same state dir, a damaged usage ledger, a state dir removed under it, and
+requests libmicrohttpd would answer on its own. Each test is named for what must hold."""
+import socket
+import time
+import urllib.request
+from contextlib import ExitStack
+
+from daemon_env import Daemon, shared_root  # noqa: F401
+
+
+def idle_connections(stack, port, n):
+    """Open up to n TCP connections to the port from 127.0.0.1 and send nothing on them."""
+    held = 0
+    for _ in range(n):
+        s = stack.enter_context(socket.socket())
+        s.settimeout(2)
+        try:
+            s.connect(("127.0.0.1", port))
+            held += 1
+        except OSError:
+            break
+    return held
+
+
+def scrape(port, source="127.0.0.2", timeout=5.0):
+    """GET /metrics from another loopback address, as a Prometheus server on another host would."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0)) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    return data
+
+
+def test_idle_metrics_connections_do_not_stop_a_scrape(shared_root):
+    d = Daemon(shared_root).start()
+    try:
+        with ExitStack() as stack:
+            assert idle_connections(stack, d.port, 100) > 0
+            t0 = time.monotonic()
+            data = scrape(d.port)
+            took = time.monotonic() - t0
+            assert data.startswith(b"HTTP/1.1 200") and b"gpuslice_" in data, data[:200]
+            assert took < 5, took
+        body = urllib.request.urlopen(f"http://127.0.0.1:{d.port}/metrics", timeout=5).read()
+        assert b"gpuslice_" in body
+        # An idle connection does not stay: the daemon closes it within seconds.
+        with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
+            t0 = time.monotonic()
+            assert s.recv(1) == b""
+            assert time.monotonic() - t0 < 12
+    finally:
+        d.stop()
