@@ -66,7 +66,10 @@ static int start(struct daemon *d, gs_error_t *err)
   d->health.started_unix = daemon_now_unix();
   if (nvml_open(&d->nvml, err) < 0)
     return -1;
-  if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 || usage_db_open(d->cfg.ledger, &d->db, err) < 0)
+  /* The lock comes before the usage ledger and any adoption: two daemons on one state dir
+   * would both adopt every tenant and write every interval twice. */
+  if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 || state_dir_lock(d->cfg.state_dir, &d->state_lock, err) < 0 ||
+      usage_db_open(d->cfg.ledger, &d->db, err) < 0)
     return -1;
   registry_init(&d->reg, d->cfg.state_dir);
   sampler_gpus(d);
@@ -90,6 +93,7 @@ static void stop(struct daemon *d)
   usage_db_close(d->db);
   sampler_release(d);
   nvml_close(d->nvml);
+  state_dir_unlock(&d->state_lock);
 }
 
 static int make_timer(double interval)
@@ -195,6 +199,7 @@ int gs_daemon_main(int argc, char **argv)
   struct daemon d;
   gs_error_t err = NULL;
   memset(&d, 0, sizeof(d));
+  d.state_lock = -1;
   int r = daemon_config_load(&d.cfg, argc, argv);
   if (r >= 0) {
     daemon_config_release(&d.cfg);

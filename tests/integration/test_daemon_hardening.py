@@ -6,7 +6,8 @@ import time
 import urllib.request
 from contextlib import ExitStack
 
-from daemon_env import Daemon, shared_root  # noqa: F401
+from conftest import run
+from daemon_env import GPUSLICE, Daemon, shared_root  # noqa: F401
 
 
 def idle_connections(stack, port, n):
@@ -52,3 +53,22 @@ def test_idle_metrics_connections_do_not_stop_a_scrape(shared_root):
             assert time.monotonic() - t0 < 12
     finally:
         d.stop()
+
+
+def test_a_second_daemon_on_the_same_state_dir_exits_naming_it_and_the_first(shared_root):
+    d = Daemon(shared_root).start()
+    try:
+        env = dict(d.env, GPUSLICE_SOCKET=str(shared_root / "other.sock"), GPUSLICE_METRICS_LISTEN="off")
+        r = run([GPUSLICE, "daemon", "--foreground"], env=env, timeout=30)
+        assert r.returncode == 1, r.stderr
+        assert len(r.stderr.splitlines()) == 1, r.stderr
+        assert str(d.state) in r.stderr and str(d.proc.pid) in r.stderr, r.stderr
+        assert not (shared_root / "other.sock").exists()
+        assert d.get("/v1/health")[0] == 200
+    finally:
+        d.stop()
+    # The lock goes with the first daemon: the second starts once it has stopped.
+    d2 = Daemon(shared_root)
+    d2.env = dict(d.env)
+    d2.start()
+    d2.stop()
