@@ -58,7 +58,7 @@ int run_tenant_set_name(void *tenant, const char *arg, gs_error_t *err)
   return 0;
 }
 
-/* --label k=v: k a label name as Prometheus allows, v any text without a newline. */
+/* --label k=v: k a label name as Prometheus allows, v any UTF-8 text without a newline. */
 int run_tenant_add_label(void *tenant, const char *arg, gs_error_t *err)
 {
   struct run_tenant *t = tenant;
@@ -68,6 +68,8 @@ int run_tenant_add_label(void *tenant, const char *arg, gs_error_t *err)
     ok = isalnum((unsigned char) *p) || *p == '_';
   if (!ok)
     return gs_make_error(err, 0, "--label: '%s' is not KEY=VALUE with KEY of A-Z a-z 0-9 _", arg);
+  if (!gs_utf8_valid(eq + 1))
+    return gs_make_error(err, 0, "--label: the value of '%.*s' is not valid UTF-8", (int) (eq - arg), arg);
   size_t used = strlen(t->labels);
   if (used + strlen(arg) + 2 > sizeof(t->labels))
     return gs_make_error(err, 0, "--label: labels exceed %zu bytes", sizeof(t->labels) - 1);

@@ -1,13 +1,15 @@
 """The daemon against a hostile node (issue #12): clients that hold connections open, a second
 daemon on the same state dir, a damaged usage ledger, a state dir removed under it, and
 requests libmicrohttpd would answer on its own. Each test is named for what must hold."""
+import json
 import socket
+import subprocess
 import time
 import urllib.request
 from contextlib import ExitStack
 
-from conftest import run
-from daemon_env import GPUSLICE, Daemon, shared_root  # noqa: F401
+from conftest import make_sim_env, run
+from daemon_env import GPUSLICE, Daemon, Tenant, shared_root, wait_for  # noqa: F401
 
 
 def idle_connections(stack, port, n):
@@ -72,3 +74,57 @@ def test_a_second_daemon_on_the_same_state_dir_exits_naming_it_and_the_first(sha
     d2.env = dict(d.env)
     d2.start()
     d2.stop()
+
+
+def patch_ledger_label(ledger, old, new):
+    """Rewrites a label in a tenant's ledger in place, as the tenant (who owns it) could."""
+    assert len(old) == len(new)
+    data = ledger.read_bytes()
+    at = data.index(old)
+    with open(ledger, "r+b") as f:
+        f.seek(at)
+        f.write(new)
+
+
+def test_a_label_that_is_not_utf8_is_refused_at_registration_naming_it(shared_root):
+    d = Daemon(shared_root).start()
+    try:
+        alone = shared_root / "alone"
+        env = dict(d.env, GPUSLICE_STATE_DIR=str(alone), GPUSLICE_SOCKET=str(shared_root / "none.sock"))
+        t = Tenant(d, "badlabel", ["--label", "team=AAAA"], 1 << 20, env=env)
+        patch_ledger_label(alone / "tenants" / "badlabel", b"team=AAAA", b"team=\xff\xfeAA")
+        status, body = d.request("POST", "/v1/tenants", {"name": "badlabel", "pid": t.proc.pid,
+                                                        "state_dir": str(alone)})
+        assert status == 400 and "team" in body["error"] and "UTF-8" in body["error"], (status, body)
+        assert "badlabel" not in d.tenants()
+        t.end()
+    finally:
+        d.stop()
+
+
+def test_an_adopted_label_that_is_not_utf8_is_kept_visible_and_counted(shared_root):
+    d = Daemon(shared_root)
+    env = dict(d.env, GPUSLICE_SOCKET=str(shared_root / "none.sock"))
+    t = Tenant(d, "odd", ["--label", "team=AAAA"], 1 << 20, env=env)
+    patch_ledger_label(d.state / "tenants" / "odd", b"team=AAAA", b"team=\xff\xfeAA")
+    d.start()
+    try:
+        tenant = wait_for(lambda: d.tenants().get("odd"), what="the tenant to be adopted")
+        assert tenant["labels"].get("team", "").endswith("AA"), tenant
+        wait_for(lambda: d.sql("SELECT COUNT(*) FROM intervals")[0][0] > 0, what="an interval")
+        r = run([GPUSLICE, "usage", "--by", "label:team", "--json"], env=d.env)
+        assert r.returncode == 0, r.stderr
+        assert [row for row in json.loads(r.stdout)["rows"] if row["key"].endswith("AA")], r.stdout
+        t.end()
+    finally:
+        d.stop()
+
+
+def test_run_refuses_a_label_that_is_not_utf8_before_starting(shared_root):
+    marker = shared_root / "started"
+    r = subprocess.run([bytes(GPUSLICE), b"run", b"--label", b"team=\xff", b"--", b"touch", bytes(marker)],
+                       capture_output=True, env=make_sim_env(shared_root, "h100-80gb"), timeout=60)
+    assert r.returncode == 2, r.stderr
+    err = r.stderr.decode()  # valid UTF-8 itself
+    assert len(err.splitlines()) == 1 and "team" in err and "UTF-8" in err, err
+    assert not marker.exists()
