@@ -3,6 +3,7 @@ daemon on the same state dir, a damaged usage ledger, a state dir removed under 
 requests libmicrohttpd would answer on its own. Each test is named for what must hold."""
 import json
 import socket
+import sqlite3
 import subprocess
 import time
 import urllib.request
@@ -128,3 +129,31 @@ def test_run_refuses_a_label_that_is_not_utf8_before_starting(shared_root):
     err = r.stderr.decode()  # valid UTF-8 itself
     assert len(err.splitlines()) == 1 and "team" in err and "UTF-8" in err, err
     assert not marker.exists()
+
+
+def test_a_damaged_usage_ledger_is_refused_at_start_saying_how_to_recover(shared_root):
+    d = Daemon(shared_root).start()
+    d.stop()
+    con = sqlite3.connect(d.db)
+    con.execute("PRAGMA journal_mode = DELETE")
+    con.execute("CREATE TABLE filler(x)")
+    con.executemany("INSERT INTO filler VALUES (randomblob(300))", [()] * 2000)
+    con.commit()
+    con.close()
+    pages = d.db.stat().st_size // 4096
+    assert pages > 40
+    with open(d.db, "r+b") as f:  # the middle pages, not the header
+        f.seek(4096 * (pages // 2))
+        f.write(b"\xa5" * 4096 * 8)
+    try:
+        r = run([GPUSLICE, "daemon", "--foreground"], env=d.env, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the daemon started on a damaged usage ledger")
+    assert r.returncode == 1, r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+    assert str(d.db) in r.stderr and "move it aside" in r.stderr, r.stderr
+    # Moved aside as the line says, the daemon starts again with a new ledger.
+    d.db.rename(d.db.with_suffix(".damaged"))
+    d.start()
+    assert d.get("/v1/usage")[0] == 200
+    d.stop()
