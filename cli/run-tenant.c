@@ -6,6 +6,8 @@
 #include "run-tenant.h"
 
 #include <ctype.h>
+#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,9 @@ int run_tenant_set_vram(void *tenant, const char *arg, gs_error_t *err)
                                   : gs_parse_size(arg, 0, &t->vram_bytes, err);
   if (rc < 0)
     return gs_error_prepend(err, "--vram");
+  /* The API carries a limit as a JSON integer, which is signed 64-bit. */
+  if (t->vram_bytes > (uint64_t) INT64_MAX)
+    return gs_make_error(err, 0, "--vram: bad size '%s': too large (at most %" PRId64 " bytes)", arg, INT64_MAX);
   t->vram_set = true;
   return 0;
 }

@@ -246,6 +246,8 @@ int api_http_start(struct daemon *d, gs_error_t *err);
 void api_http_stop(struct daemon *d);
 
 /* metrics-http.c */
+/* "off", ADDR:PORT or [V6ADDR]:PORT with a numeric address and a port 1..65535. */
+bool metrics_listen_valid(const char *spec);
 int metrics_http_start(struct daemon *d, gs_error_t *err);
 void metrics_http_stop(struct daemon *d);
 

@@ -67,13 +67,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   return reply(conn, 404, "application/json", xstrdup("{\"error\":\"no such resource; try /metrics\"}"));
 }
 
+/* A port: decimal digits only, 1..65535 (getaddrinfo would take 99999 and wrap it). */
+static bool port_valid(const char *s)
+{
+  char *end = NULL;
+  long port = strtol(s, &end, 10);
+  return s[0] >= '0' && s[0] <= '9' && !*end && port >= 1 && port <= 65535;
+}
+
 /* "ADDR:PORT" or "[V6ADDR]:PORT", numeric only. */
 static int parse_listen(const char *spec, struct addrinfo **out, gs_error_t *err)
 {
   _cleanup_free_ char *copy = xstrdup(spec);
   char *colon = strrchr(copy, ':'), *host = copy;
   struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM };
-  if (!colon || colon == copy || !colon[1])
+  if (!colon || colon == copy || !port_valid(colon + 1))
     return gs_make_error(err, 0, "metrics listen address '%s': want ADDR:PORT, such as 127.0.0.1:9400", spec);
   *colon = '\0';
   if (host[0] == '[' && colon[-1] == ']') {
@@ -97,6 +105,17 @@ enum {
   METRICS_PER_IP_LIMIT = 8,
   METRICS_IDLE_TIMEOUT_S = 5,
 };
+
+bool metrics_listen_valid(const char *spec)
+{
+  struct addrinfo *ai = NULL;
+  if (strcmp(spec, "off") == 0)
+    return true;
+  if (parse_listen(spec, &ai, NULL) < 0)
+    return false;
+  freeaddrinfo(ai);
+  return true;
+}
 
 int metrics_http_start(struct daemon *d, gs_error_t *err)
 {

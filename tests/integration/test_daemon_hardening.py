@@ -10,7 +10,7 @@ import urllib.request
 from contextlib import ExitStack
 
 from conftest import make_sim_env, run
-from daemon_env import GPUSLICE, Daemon, Tenant, shared_root, wait_for  # noqa: F401
+from daemon_env import GPUSLICE, Daemon, Tenant, daemon, shared_root, wait_for  # noqa: F401
 
 
 def idle_connections(stack, port, n):
@@ -157,3 +157,41 @@ def test_a_damaged_usage_ledger_is_refused_at_start_saying_how_to_recover(shared
     d.start()
     assert d.get("/v1/usage")[0] == 200
     d.stop()
+
+
+def test_a_control_character_in_a_path_is_refused_not_cut_short(daemon):
+    env = dict(daemon.env)
+    t = Tenant(daemon, "a1", [], 1 << 20, env=env)
+    try:
+        assert daemon.get("/v1/tenants/a1")[0] == 200
+        for path in ("/v1/tenants/a1%00zz", "/v1/tenants/a1%0a", "/v1/tenants/a1%1b[31m"):
+            status, body = daemon.get(path)
+            assert status in (400, 404) and "error" in body, (path, status, body)
+    finally:
+        t.end()
+
+
+def test_usage_since_weeks_and_offsets_as_documented(daemon):
+    for since in ("2w", "1.5w", "2025-01-31T00:00:00+02:00", "2025-01-31T00:00:00.5Z"):
+        r = run([GPUSLICE, "usage", "--since", since, "--json"], env=daemon.env)
+        assert r.returncode == 0, (since, r.stderr)
+
+
+def test_a_bad_metrics_listen_address_is_a_usage_error(shared_root):
+    d = Daemon(shared_root)
+    for spec in ("nonsense", "127.0.0.1:99999", "127.0.0.1:", "127.0.0.1:http", "localhost:9400"):
+        try:
+            r = run([GPUSLICE, "daemon", "--foreground", "--metrics-listen", spec], env=d.env, timeout=20)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the daemon started with --metrics-listen {spec}")
+        assert r.returncode == 2, (spec, r.stderr)
+        assert len(r.stderr.splitlines()) == 1 and spec in r.stderr, r.stderr
+
+
+def test_run_refuses_a_vram_limit_past_the_largest_naming_it(shared_root):
+    marker = shared_root / "started"
+    r = run([GPUSLICE, "run", "--vram", "9223372036854775808", "--", "touch", marker],
+            env=make_sim_env(shared_root, "h100-80gb"))
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and "9223372036854775807" in r.stderr, r.stderr
+    assert not marker.exists()
