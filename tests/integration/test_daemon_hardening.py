@@ -37,6 +37,13 @@ def scrape(port, source="127.0.0.2", timeout=5.0):
     return data
 
 
+def scrape_or_none(port):
+    try:
+        return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    except OSError:
+        return None
+
+
 def test_idle_metrics_connections_do_not_stop_a_scrape(shared_root):
     d = Daemon(shared_root).start()
     try:
@@ -47,8 +54,8 @@ def test_idle_metrics_connections_do_not_stop_a_scrape(shared_root):
             took = time.monotonic() - t0
             assert data.startswith(b"HTTP/1.1 200") and b"gpuslice_" in data, data[:200]
             assert took < 5, took
-        body = urllib.request.urlopen(f"http://127.0.0.1:{d.port}/metrics", timeout=5).read()
-        assert b"gpuslice_" in body
+        # Closed, they make room again for their own address, once the daemon has seen them go.
+        assert b"gpuslice_" in wait_for(lambda: scrape_or_none(d.port), timeout=5, what="a scrape from 127.0.0.1")
         # An idle connection does not stay: the daemon closes it within seconds.
         with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
             t0 = time.monotonic()
@@ -195,3 +202,15 @@ def test_run_refuses_a_vram_limit_past_the_largest_naming_it(shared_root):
     assert r.returncode == 2, r.stderr
     assert len(r.stderr.splitlines()) == 1 and "9223372036854775807" in r.stderr, r.stderr
     assert not marker.exists()
+
+
+def test_ps_and_top_print_no_control_characters_from_labels(daemon):
+    t = Tenant(daemon, "esc", ["--label", "team=\x1b[31mred\x1b]0;owned\x07"], 1 << 20)
+    try:
+        for args in (["ps"], ["top", "--once"]):
+            r = run([GPUSLICE] + args, env=daemon.env)
+            assert r.returncode == 0, (args, r.stderr)
+            assert "esc" in r.stdout and "red" in r.stdout, (args, r.stdout)
+            assert not any(ord(c) < 0x20 and c != "\n" or ord(c) == 0x7f for c in r.stdout), (args, r.stdout)
+    finally:
+        t.end()
