@@ -79,6 +79,7 @@ static int start(struct daemon *d, gs_error_t *err)
   sampler_run(d);
   if (api_http_start(d, err) < 0 || metrics_http_start(d, err) < 0)
     return -1;
+  state_dir_note_socket(d);
   GS_LOG(GS_LOG_INFO, "serving on %s, metrics on %s; %d GPU(s), %d tenant(s) adopted", d->cfg.socket,
          d->cfg.metrics_listen, d->snap.ngpus, d->reg.n);
   return 0;
@@ -147,8 +148,11 @@ static void loop(struct daemon *d, int sfd, int tfd)
       return;
     if (p[0].revents & POLLIN)
       return;
-    if ((p[1].revents & POLLIN) && read(tfd, &ticks, sizeof(ticks)) == (ssize_t) sizeof(ticks))
+    if ((p[1].revents & POLLIN) && read(tfd, &ticks, sizeof(ticks)) == (ssize_t) sizeof(ticks)) {
+      state_dir_watch(d);
+      p[2].fd = epoll_fd(d->api); /* a new API server when the socket was made again */
       sampler_run(d);
+    }
     if (d->api)
       MHD_run(d->api);
     if (d->metrics)

@@ -16,7 +16,7 @@
  *   api-routes.c    the route table: {method, path pattern, handler}, 404 and 405
  *   api-tenants.c, api-node.c, api-usage.c   the handlers
  *   metrics-http.c  GET /metrics and GET /health on TCP
- *   state-dir.c     the lock that keeps one daemon per state dir */
+ *   state-dir.c     the lock that keeps one daemon per state dir; making it again when removed */
 #ifndef GS_DAEMON_H
 #define GS_DAEMON_H
 
@@ -224,6 +224,8 @@ struct daemon {
   struct MHD_Daemon *metrics;
   bool reg_changed; /* tenants came or went since the last sample */
   int state_lock;   /* the fd holding <state dir>/daemon.lock, -1 before */
+  ino_t socket_ino; /* the socket file the API server listens on */
+  bool state_lost;  /* the state dir or socket is gone and could not be made again (logged) */
 };
 
 double daemon_now_unix(void);
@@ -256,6 +258,10 @@ void metrics_http_stop(struct daemon *d);
  * daemon holds it, fails naming dir and that daemon's pid. */
 int state_dir_lock(const char *dir, int *fd, gs_error_t *err);
 void state_dir_unlock(int *fd);
+/* Remembers the socket file the API server has just bound. */
+void state_dir_note_socket(struct daemon *d);
+/* Each interval: makes the state dir, its lock and the socket again when they were removed. */
+void state_dir_watch(struct daemon *d);
 
 /* daemon.c: the verb's entry point */
 int gs_daemon_main(int argc, char **argv);

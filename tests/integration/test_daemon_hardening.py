@@ -2,6 +2,7 @@
 daemon on the same state dir, a damaged usage ledger, a state dir removed under it, and
 requests libmicrohttpd would answer on its own. Each test is named for what must hold."""
 import json
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -214,3 +215,20 @@ def test_ps_and_top_print_no_control_characters_from_labels(daemon):
             assert not any(ord(c) < 0x20 and c != "\n" or ord(c) == 0x7f for c in r.stdout), (args, r.stdout)
     finally:
         t.end()
+
+
+def test_a_removed_state_dir_is_made_again_and_its_tenants_still_known(shared_root):
+    d = Daemon(shared_root, interval=0.2).start()
+    t = Tenant(d, "kept", [], 1 << 20)
+    try:
+        assert "kept" in d.tenants()
+        shutil.rmtree(d.state)
+        wait_for(lambda: d.sock.exists(), timeout=10, what="the socket to be made again")
+        assert (d.state / "daemon.lock").exists()
+        assert "kept" in d.tenants()
+        time.sleep(1)  # several intervals: it is logged once, not at each
+        lines = [ln for ln in d.log.read_text().splitlines() if "was removed" in ln]
+        assert len(lines) == 1 and str(d.state) in lines[0], lines
+    finally:
+        t.end()
+        d.stop()
