@@ -53,7 +53,8 @@ int state_dir_lock(const char *dir, int *fd_out, gs_error_t *err)
     if (e != EWOULDBLOCK)
       return gs_make_error(err, e, "state dir '%s': lock '%s': %s", dir, path, strerror(e));
     if (pid)
-      return gs_make_error(err, 0, "state dir '%s' is in use by another daemon (pid %ld)", dir, pid);
+      return gs_make_error(err, 0, "state dir '%s' is in use by another daemon (pid %ld)", dir,
+                           pid);
     return gs_make_error(err, 0, "state dir '%s' is in use by another daemon", dir);
   }
   write_pid(fd);
@@ -72,7 +73,8 @@ void state_dir_unlock(int *fd)
 static bool same_file(const char *path, int fd)
 {
   struct stat a, b;
-  return fd >= 0 && stat(path, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  return fd >= 0 && stat(path, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev &&
+    a.st_ino == b.st_ino;
 }
 
 void state_dir_note_socket(struct daemon *d)
@@ -96,7 +98,8 @@ static int remake(struct daemon *d, gs_error_t *err)
   xasprintf(&path, "%s/%s", d->cfg.state_dir, STATE_LOCK_NAME);
   if (!same_file(path, d->state_lock)) {
     state_dir_unlock(&d->state_lock);
-    if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 || state_dir_lock(d->cfg.state_dir, &d->state_lock, err) < 0)
+    if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 ||
+        state_dir_lock(d->cfg.state_dir, &d->state_lock, err) < 0)
       return -1;
   }
   /* Stopping the server unlinks the socket path: never while it names another file. */
@@ -122,14 +125,15 @@ void state_dir_watch(struct daemon *d)
     return;
   }
   if (remake(d, &err) == 0) {
-    GS_LOG(GS_LOG_WARN, "state dir '%s' or socket '%s' was removed: made again; %d tenant(s) still known",
+    GS_LOG(GS_LOG_WARN,
+           "state dir '%s' or socket '%s' was removed: made again; %d tenant(s) still known",
            d->cfg.state_dir, d->cfg.socket, d->reg.n);
     d->state_lost = false;
     return;
   }
   if (!d->state_lost)
-    GS_LOG(GS_LOG_ERROR, "state dir '%s' or socket '%s' was removed and cannot be made again: %s", d->cfg.state_dir,
-           d->cfg.socket, err->msg);
+    GS_LOG(GS_LOG_ERROR, "state dir '%s' or socket '%s' was removed and cannot be made again: %s",
+           d->cfg.state_dir, d->cfg.socket, err->msg);
   d->state_lost = true;
   gs_error_release(&err);
 }
