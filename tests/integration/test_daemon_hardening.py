@@ -232,3 +232,12 @@ def test_a_removed_state_dir_is_made_again_and_its_tenants_still_known(shared_ro
     finally:
         t.end()
         d.stop()
+
+
+def test_what_the_daemon_would_refuse_in_html_the_cli_refuses_as_a_usage_error(daemon):
+    long = "a" * 40000
+    for args in (["usage", "--by", f"label:{long}"], ["usage", "--since", f"{'1' * 40000}s"],
+                 ["set", long, "--vram", "1G"]):
+        r = run([GPUSLICE] + args, env=daemon.env)
+        assert r.returncode == 2, (args[:2], r.returncode, r.stderr[:200])
+        assert len(r.stderr.splitlines()) == 1 and len(r.stderr) < 400, r.stderr[:200]
