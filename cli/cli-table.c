@@ -1,5 +1,6 @@
 /* Aligned text tables and the cell formats the daemon verbs share (cli-table.h). Cells are kept
- * until the table is printed, so each column is as wide as its widest cell. */
+ * until the table is printed, so each column is as wide as its widest cell; control characters
+ * in them are kept from the terminal. */
 #include "cli-table.h"
 
 #include <math.h>
@@ -40,8 +41,10 @@ void table_add(struct table *t, const char *const *cells)
     t->cap = t->cap ? t->cap * 2 : 16;
     t->cells = xrealloc(t->cells, (size_t) t->cap * (size_t) t->ncols * sizeof(char *));
   }
+  /* Cells hold what tenants chose (names, labels): a terminal escape there must not reach the
+   * terminal of whoever runs ps or top, so control characters are printed as '?'. */
   for (int c = 0; c < t->ncols; c++)
-    t->cells[t->nrows * t->ncols + c] = xstrdup(cells[c] ? cells[c] : "-");
+    t->cells[t->nrows * t->ncols + c] = gs_scrub_ctl(xstrdup(cells[c] ? cells[c] : "-"), '?');
   t->nrows++;
 }
 

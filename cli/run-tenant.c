@@ -6,6 +6,8 @@
 #include "run-tenant.h"
 
 #include <ctype.h>
+#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,9 @@ int run_tenant_set_vram(void *tenant, const char *arg, gs_error_t *err)
                                   : gs_parse_size(arg, 0, &t->vram_bytes, err);
   if (rc < 0)
     return gs_error_prepend(err, "--vram");
+  /* The API carries a limit as a JSON integer, which is signed 64-bit. */
+  if (t->vram_bytes > (uint64_t) INT64_MAX)
+    return gs_make_error(err, 0, "--vram: bad size '%s': too large (at most %" PRId64 " bytes)", arg, INT64_MAX);
   t->vram_set = true;
   return 0;
 }
@@ -58,7 +63,7 @@ int run_tenant_set_name(void *tenant, const char *arg, gs_error_t *err)
   return 0;
 }
 
-/* --label k=v: k a label name as Prometheus allows, v any text without a newline. */
+/* --label k=v: k a label name as Prometheus allows, v any UTF-8 text without a newline. */
 int run_tenant_add_label(void *tenant, const char *arg, gs_error_t *err)
 {
   struct run_tenant *t = tenant;
@@ -68,6 +73,8 @@ int run_tenant_add_label(void *tenant, const char *arg, gs_error_t *err)
     ok = isalnum((unsigned char) *p) || *p == '_';
   if (!ok)
     return gs_make_error(err, 0, "--label: '%s' is not KEY=VALUE with KEY of A-Z a-z 0-9 _", arg);
+  if (!gs_utf8_valid(eq + 1))
+    return gs_make_error(err, 0, "--label: the value of '%.*s' is not valid UTF-8", (int) (eq - arg), arg);
   size_t used = strlen(t->labels);
   if (used + strlen(arg) + 2 > sizeof(t->labels))
     return gs_make_error(err, 0, "--label: labels exceed %zu bytes", sizeof(t->labels) - 1);

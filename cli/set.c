@@ -104,6 +104,11 @@ static int check_args(int argc, char **argv, int next, struct set_opts *o)
   o->tenant = argv[next];
   if (!*o->tenant)
     return cli_usage_error("set", "TENANT is empty");
+  /* Any other name is the daemon's to answer (404), but one this long could be no tenant's
+   * and would only make the request line too long for it. */
+  if (strlen(o->tenant) >= GS_LEDGER_NAME_MAX)
+    return cli_usage_error("set", "TENANT '%.*s...' is longer than any tenant name (%d characters)",
+                           GS_LEDGER_NAME_MAX - 1, o->tenant, GS_LEDGER_NAME_MAX - 1);
   if (o->gpu >= 0 && !o->vram)
     return cli_usage_error("set", "--gpu applies to --vram: give --vram too");
   if (!o->vram && !o->have_compute && o->policy < 0 && o->priority < 0)

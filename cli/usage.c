@@ -19,10 +19,16 @@ struct usage_opts {
   struct usage_cost_opts price;
 };
 
+/* label:KEY with KEY a label name as run --label takes it, short enough for a ledger's labels. */
 static bool valid_by(const char *by)
 {
-  return strcmp(by, "tenant") == 0 || strcmp(by, "user") == 0 ||
-         (strncmp(by, "label:", 6) == 0 && by[6] != '\0');
+  static const char name_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
+  if (strcmp(by, "tenant") == 0 || strcmp(by, "user") == 0)
+    return true;
+  const char *key = by + 6;
+  size_t n = strlen(key);
+  return strncmp(by, "label:", 6) == 0 && n > 0 && n < GS_LEDGER_LABELS_MAX && strspn(key, name_chars) == n &&
+         !isdigit((unsigned char) key[0]);
 }
 
 /* "30m", "24h", "7d", "2w", "90s": digits, optionally a fraction, then one unit. */
@@ -65,6 +71,8 @@ static bool valid_rfc3339(const char *s)
 
 static bool valid_since(const char *s)
 {
+  if (strlen(s) > 64) /* no age or time is longer; the daemon would refuse the request line */
+    return false;
   return valid_age(s) || valid_rfc3339(s);
 }
 

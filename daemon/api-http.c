@@ -175,6 +175,20 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   }
 }
 
+/* Percent-decoding of paths and query values, with every control character it yields made
+ * a space: a NUL above all, which would cut "/v1/tenants/a1%00zz" short to "a1". What is left
+ * names no tenant and no route, and error messages that quote it stay one line. */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+  (void) cls;
+  (void) conn;
+  size_t len = MHD_http_unescape(s);
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char) s[i] < 0x20 || s[i] == 0x7f)
+      s[i] = ' ';
+  return len;
+}
+
 /* A socket file left by a daemon that died is replaced; one that answers is another daemon. */
 static int clear_stale(const struct sockaddr_un *addr, gs_error_t *err)
 {
@@ -228,7 +242,8 @@ int api_http_start(struct daemon *d, gs_error_t *err)
   if (fd < 0)
     return -1;
   d->api = MHD_start_daemon(MHD_USE_EPOLL, 0, NULL, NULL, on_request, d, MHD_OPTION_LISTEN_SOCKET, fd,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape,
+                            NULL, MHD_OPTION_CONNECTION_TIMEOUT,
                             (unsigned) 10, MHD_OPTION_CONNECTION_LIMIT, (unsigned) 256,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) (16 * 1024), MHD_OPTION_END);
   if (!d->api) {

@@ -8,29 +8,47 @@
 #include <string.h>
 #include <time.h>
 
-/* "7d", "24h", "30m", "90s" before now, or an RFC 3339 time in UTC ("...Z"). -1 when bad. */
+/* The part of an RFC 3339 time after the seconds: an optional fraction, then Z or an offset
+ * (+HH:MM or -HH:MM); the offset in seconds east of UTC into *off. false when it is neither. */
+static bool rfc3339_tail(const char *p, double *frac, long *off)
+{
+  char *fend = NULL;
+  const char *end = p;
+  int hh, mm, n = 0;
+  *frac = 0;
+  *off = 0;
+  if (*p == '.' && p[1] >= '0' && p[1] <= '9') {
+    *frac = strtod(p, &fend);
+    end = fend;
+  }
+  if ((*end == 'Z' || *end == 'z') && !end[1])
+    return true;
+  if ((*end != '+' && *end != '-') || sscanf(end + 1, "%2d:%2d%n", &hh, &mm, &n) != 2 || n != 5 || end[6])
+    return false;
+  *off = (*end == '-' ? -1 : 1) * (hh * 3600L + mm * 60L);
+  return true;
+}
+
+/* "2w", "7d", "24h", "30m", "90s" before now, or an RFC 3339 time, as the CLI's --since
+ * takes them. -1 when bad. */
 static double parse_since(const char *s, double now)
 {
+  static const char units[] = "smhdw";
+  static const double secs[] = { 1, 60, 3600, 86400, 604800 };
   char *end = NULL;
-  double n = strtod(s, &end);
+  double n = strtod(s, &end), frac;
+  long off;
   struct tm tm;
-  if (end != s && n >= 0 && end[0] && !end[1]) {
-    switch (end[0]) {
-    case 'd':
-      return now - n * 86400;
-    case 'h':
-      return now - n * 3600;
-    case 'm':
-      return now - n * 60;
-    case 's':
-      return now - n;
-    }
-  }
+  if (end != s && n >= 0 && end[0] && !end[1] && strchr(units, end[0]))
+    return now - n * secs[strchr(units, end[0]) - units];
   memset(&tm, 0, sizeof(tm));
-  end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-  if (!end || (strcmp(end, "Z") != 0 && strcmp(end, "+00:00") != 0))
+  end = strptime(s, "%Y-%m-%d", &tm);
+  if (!end || (*end != 'T' && *end != 't' && *end != ' '))
     return -1;
-  return (double) timegm(&tm);
+  end = strptime(end + 1, "%H:%M:%S", &tm);
+  if (!end || !rfc3339_tail(end, &frac, &off))
+    return -1;
+  return (double) timegm(&tm) + frac - (double) off;
 }
 
 static bool by_valid(const char *by)
@@ -51,7 +69,7 @@ int api_usage_report(struct api_req *rq, struct api_reply *r)
     return api_error(r, 400, "query 'by': want tenant, user or label:KEY");
   double since = since_arg && *since_arg ? parse_since(since_arg, now) : 0;
   if (since < 0)
-    return api_error(r, 400, "query 'since': want a duration such as 7d, 24h, 30m, or an RFC 3339 time");
+    return api_error(r, 400, "query 'since': want a duration such as 2w, 7d, 24h, 30m, or an RFC 3339 time");
   json_t *rows = usage_db_usage(rq->d->db, by, since, now + 1, rq->peer.admin ? (uid_t) -1 : rq->peer.uid, &err);
   if (!rows) {
     api_error(r, 500, "%s", err->msg);

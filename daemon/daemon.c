@@ -77,7 +77,10 @@ static int start(struct daemon *d, gs_error_t *err)
   d->health.started_unix = daemon_now_unix();
   if (nvml_open(&d->nvml, err) < 0)
     return -1;
-  if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 || usage_db_open(d->cfg.ledger, &d->db, err) < 0)
+  /* The lock comes before the usage ledger and any adoption: two daemons on one state dir
+   * would both adopt every tenant and write every interval twice. */
+  if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 || state_dir_lock(d->cfg.state_dir, &d->state_lock, err) < 0 ||
+      usage_db_open(d->cfg.ledger, &d->db, err) < 0)
     return -1;
   registry_init(&d->reg, d->cfg.state_dir, d->cfg.admin_group);
   check_socket_dir(&d->cfg);
@@ -88,6 +91,7 @@ static int start(struct daemon *d, gs_error_t *err)
   sampler_run(d);
   if (api_http_start(d, err) < 0 || metrics_http_start(d, err) < 0)
     return -1;
+  state_dir_note_socket(d);
   GS_LOG(GS_LOG_INFO, "serving on %s, metrics on %s; %d GPU(s), %d tenant(s) adopted", d->cfg.socket,
          d->cfg.metrics_listen, d->snap.ngpus, d->reg.n);
   return 0;
@@ -102,6 +106,7 @@ static void stop(struct daemon *d)
   usage_db_close(d->db);
   sampler_release(d);
   nvml_close(d->nvml);
+  state_dir_unlock(&d->state_lock);
 }
 
 static int make_timer(double interval)
@@ -155,8 +160,11 @@ static void loop(struct daemon *d, int sfd, int tfd)
       return;
     if (p[0].revents & POLLIN)
       return;
-    if ((p[1].revents & POLLIN) && read(tfd, &ticks, sizeof(ticks)) == (ssize_t) sizeof(ticks))
+    if ((p[1].revents & POLLIN) && read(tfd, &ticks, sizeof(ticks)) == (ssize_t) sizeof(ticks)) {
+      state_dir_watch(d);
+      p[2].fd = epoll_fd(d->api); /* a new API server when the socket was made again */
       sampler_run(d);
+    }
     if (d->api)
       MHD_run(d->api);
     if (d->metrics)
@@ -207,6 +215,7 @@ int gs_daemon_main(int argc, char **argv)
   struct daemon d;
   gs_error_t err = NULL;
   memset(&d, 0, sizeof(d));
+  d.state_lock = -1;
   int r = daemon_config_load(&d.cfg, argc, argv);
   if (r >= 0) {
     daemon_config_release(&d.cfg);

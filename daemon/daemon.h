@@ -15,7 +15,8 @@
  *   api-http.c      the HTTP server on the Unix socket: bodies, errors
  *   api-routes.c    the route table: {method, path pattern, handler}, 404 and 405
  *   api-tenants.c, api-node.c, api-usage.c   the handlers
- *   metrics-http.c  GET /metrics and GET /health on TCP */
+ *   metrics-http.c  GET /metrics and GET /health on TCP
+ *   state-dir.c     the lock that keeps one daemon per state dir; making it again when removed */
 #ifndef GS_DAEMON_H
 #define GS_DAEMON_H
 
@@ -240,6 +241,9 @@ struct daemon {
   struct MHD_Daemon *api;
   struct MHD_Daemon *metrics;
   bool reg_changed; /* tenants came or went since the last sample */
+  int state_lock;   /* the fd holding <state dir>/daemon.lock, -1 before */
+  ino_t socket_ino; /* the socket file the API server listens on */
+  bool state_lost;  /* the state dir or socket is gone and could not be made again (logged) */
 };
 
 double daemon_now_unix(void);
@@ -262,8 +266,20 @@ int api_http_start(struct daemon *d, gs_error_t *err);
 void api_http_stop(struct daemon *d);
 
 /* metrics-http.c */
+/* "off", ADDR:PORT or [V6ADDR]:PORT with a numeric address and a port 1..65535. */
+bool metrics_listen_valid(const char *spec);
 int metrics_http_start(struct daemon *d, gs_error_t *err);
 void metrics_http_stop(struct daemon *d);
+
+/* state-dir.c */
+/* Takes <dir>/daemon.lock (flock, not waiting) into *fd and writes the pid there; when another
+ * daemon holds it, fails naming dir and that daemon's pid. */
+int state_dir_lock(const char *dir, int *fd, gs_error_t *err);
+void state_dir_unlock(int *fd);
+/* Remembers the socket file the API server has just bound. */
+void state_dir_note_socket(struct daemon *d);
+/* Each interval: makes the state dir, its lock and the socket again when they were removed. */
+void state_dir_watch(struct daemon *d);
 
 /* daemon.c: the verb's entry point */
 int gs_daemon_main(int argc, char **argv);

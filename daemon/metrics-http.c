@@ -67,13 +67,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   return reply(conn, 404, "application/json", xstrdup("{\"error\":\"no such resource; try /metrics\"}"));
 }
 
+/* A port: decimal digits only, 1..65535 (getaddrinfo would take 99999 and wrap it). */
+static bool port_valid(const char *s)
+{
+  char *end = NULL;
+  long port = strtol(s, &end, 10);
+  return s[0] >= '0' && s[0] <= '9' && !*end && port >= 1 && port <= 65535;
+}
+
 /* "ADDR:PORT" or "[V6ADDR]:PORT", numeric only. */
 static int parse_listen(const char *spec, struct addrinfo **out, gs_error_t *err)
 {
   _cleanup_free_ char *copy = xstrdup(spec);
   char *colon = strrchr(copy, ':'), *host = copy;
   struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM };
-  if (!colon || colon == copy || !colon[1])
+  if (!colon || colon == copy || !port_valid(colon + 1))
     return gs_make_error(err, 0, "metrics listen address '%s': want ADDR:PORT, such as 127.0.0.1:9400", spec);
   *colon = '\0';
   if (host[0] == '[' && colon[-1] == ']') {
@@ -86,6 +94,29 @@ static int parse_listen(const char *spec, struct addrinfo **out, gs_error_t *err
   return 0;
 }
 
+/* Bounds on what clients may hold, so that idle connections cannot keep a scrape out. The
+ * server stays on the daemon's one thread (it reads the snapshot the sampler writes, without
+ * locks); in epoll mode an idle connection costs that thread nothing, so what starved a scrape
+ * was the global limit: once it is reached libmicrohttpd stops accepting until a connection
+ * times out. One address may hold only a few connections, the server many more, and a
+ * connection that sends nothing for a few seconds is closed. */
+enum {
+  METRICS_CONNECTION_LIMIT = 256,
+  METRICS_PER_IP_LIMIT = 8,
+  METRICS_IDLE_TIMEOUT_S = 5,
+};
+
+bool metrics_listen_valid(const char *spec)
+{
+  struct addrinfo *ai = NULL;
+  if (strcmp(spec, "off") == 0)
+    return true;
+  if (parse_listen(spec, &ai, NULL) < 0)
+    return false;
+  freeaddrinfo(ai);
+  return true;
+}
+
 int metrics_http_start(struct daemon *d, gs_error_t *err)
 {
   struct addrinfo *ai = NULL;
@@ -95,8 +126,9 @@ int metrics_http_start(struct daemon *d, gs_error_t *err)
     return -1;
   unsigned flags = MHD_USE_EPOLL | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
   d->metrics = MHD_start_daemon(flags, 0, NULL, NULL, on_request, d, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 30, MHD_OPTION_CONNECTION_LIMIT,
-                                (unsigned) 64, MHD_OPTION_END);
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) METRICS_IDLE_TIMEOUT_S,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned) METRICS_CONNECTION_LIMIT,
+                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned) METRICS_PER_IP_LIMIT, MHD_OPTION_END);
   freeaddrinfo(ai);
   if (!d->metrics)
     return gs_make_error(err, 0, "cannot listen for metrics on %s (in use?)", d->cfg.metrics_listen);

@@ -149,6 +149,11 @@ struct tenant *registry_add(struct registry *r, const struct tenant_request *req
   struct tenant *t = tenant_new(&l, dir);
   if (req->labels)
     snprintf(t->labels, sizeof(t->labels), "%s", req->labels);
+  *status = 400;
+  if (gs_labels_check_utf8(t->labels, err) < 0) {
+    tenant_free(t);
+    return NULL;
+  }
   limits_fill(&init, t, &l, req->limits_given ? req : NULL, gpu_totals, ngpus);
   *status = 500;
   if (tenant_write_limits(r, t, &init, err) < 0) {
@@ -226,6 +231,9 @@ static int adopt_ledger(struct registry *r, const char *name, const uint64_t *to
   if (!gs_proc_alive(l.owner_pid, l.owner_start_time))
     return 0;
   struct tenant *t = tenant_new(&l, r->state_dir);
+  /* Nobody to refuse: keep the label, visible and counted, with '?' for its bad bytes. */
+  if (gs_scrub_utf8(t->labels, '?'))
+    GS_LOG(GS_LOG_WARN, "tenant '%s': labels not valid UTF-8; adopted with '?' for the bad bytes", name);
   limits_fill(&init, t, &l, NULL, totals, ngpus);
   if (tenant_write_limits(r, t, &init, &err) < 0) {
     GS_LOG(GS_LOG_WARN, "tenant '%s': %s", name, err->msg);

@@ -47,8 +47,32 @@ static const char insert_interval_sql[] =
   " vram_limit_bytes, compute_limit_ppm, throttled_seconds, gpu_ns_total, throttled_ns_total, compute_policy,"
   " priority, allocated_gpu_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 
+/* PRAGMA quick_check at start: a ledger with damaged pages would let the daemon run and
+ * answer every usage report with a 500. Its cost grows with the file (a second or so per
+ * GiB), once per start. */
+static int integrity(struct usage_db *db, gs_error_t *err)
+{
+  sqlite3_stmt *st = NULL;
+  _cleanup_free_ char *problem = NULL;
+  int rc = sqlite3_prepare_v2(db->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *text = (const char *) sqlite3_column_text(st, 0);
+    if (!text || strcmp(text, "ok") != 0)
+      problem = xstrdup(text ? text : "no answer");
+  } else {
+    problem = xstrdup(sqlite3_errmsg(db->db));
+  }
+  sqlite3_finalize(st);
+  if (!problem)
+    return 0;
+  return gs_make_error(err, 0, "usage ledger is damaged (quick_check: %s); move it aside and the daemon starts a new "
+                       "one, or rebuild it with sqlite3's .recover (see docs/daemon.md)", problem);
+}
+
 static int configure(struct usage_db *db, gs_error_t *err)
 {
+  if (integrity(db, err) < 0)
+    return -1;
   /* A database newer than this daemon is refused before anything is written to it. */
   if (usage_db_schema_check(db->db, err) < 0)
     return -1;

@@ -21,6 +21,50 @@ char *gs_scrub_ctl(char *s, char repl)
   return s;
 }
 
+size_t gs_utf8_seq_len(const unsigned char *s, size_t n)
+{
+  size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+  if (s[0] < 0xc2 || s[0] > 0xf4 || len > n)
+    return 0;
+  for (size_t i = 1; i < len; i++)
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+  if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) || (s[0] == 0xf0 && s[1] < 0x90) ||
+      (s[0] == 0xf4 && s[1] > 0x8f))
+    return 0;
+  return len;
+}
+
+/* Walks s by UTF-8 sequences; each byte that starts none becomes repl in w (s itself, or
+ * NULL to only count). Returns how many such bytes there were. */
+static size_t utf8_walk(const char *s, char *w, char repl)
+{
+  const unsigned char *p = (const unsigned char *) s;
+  size_t n = s ? strlen(s) : 0, bad = 0;
+  for (size_t i = 0; i < n;) {
+    size_t len = p[i] < 0x80 ? 1 : gs_utf8_seq_len(p + i, n - i);
+    if (len) {
+      i += len;
+      continue;
+    }
+    bad++;
+    if (w)
+      w[i] = repl;
+    i++;
+  }
+  return bad;
+}
+
+bool gs_utf8_valid(const char *s)
+{
+  return utf8_walk(s, NULL, 0) == 0;
+}
+
+size_t gs_scrub_utf8(char *s, char repl)
+{
+  return utf8_walk(s, s, repl);
+}
+
 static int store(gs_error_t *err, int status, char *msg)
 {
   /* An error is one line, and messages quote what users typed and what files held: a control

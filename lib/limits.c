@@ -297,3 +297,19 @@ void gs_labels_foreach(const char *labels, void (*fn)(const char *key, const cha
     p += n + (p[n] == '\n');
   }
 }
+
+int gs_labels_check_utf8(const char *labels, gs_error_t *err)
+{
+  char line[GS_LEDGER_LABELS_MAX];
+  for (const char *p = labels; p && *p;) {
+    size_t n = strcspn(p, "\n");
+    snprintf(line, sizeof(line), "%.*s", (int) n, p);
+    if (!gs_utf8_valid(line)) {
+      gs_scrub_utf8(line, '?');
+      line[strcspn(line, "=")] = '\0';
+      return gs_make_error(err, 0, "label '%s': not valid UTF-8", line);
+    }
+    p += n + (p[n] == '\n');
+  }
+  return 0;
+}

@@ -8,6 +8,7 @@
  * writes into one growing buffer with its own integer and fixed-point formatting instead of
  * snprintf, and renders each row's label set once for all the series that share it.
  * libc only: it is part of the core library. */
+#include <gpuslice/error.h>
 #include <gpuslice/metrics.h>
 
 #include <errno.h>
@@ -115,22 +116,6 @@ static void mbuf_ns_as_s(struct mbuf *b, uint64_t ns)
 
 /* --- label values and names ---------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when it is not one. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-  size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
-  if (s[0] < 0xc2 || s[0] > 0xf4 || len > n)
-    return 0;
-  for (size_t i = 1; i < len; i++)
-    if ((s[i] & 0xc0) != 0x80)
-      return 0;
-  /* Reject overlong forms, surrogates and code points past U+10FFFF. */
-  if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
-      (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
-    return 0;
-  return len;
-}
-
 /* A label value, escaped as the exposition format requires (backslash, double quote and
  * line feed), reading at most max bytes of s. Bytes that are not UTF-8 become U+FFFD, so a
  * tenant's odd label cannot make the whole scrape unparseable. */
@@ -145,7 +130,7 @@ static void mbuf_label_value(struct mbuf *b, const char *s, size_t max)
       run++;
       continue;
     }
-    size_t seq = c >= 0x80 ? utf8_seq_len(p + run, n - run) : 0;
+    size_t seq = c >= 0x80 ? gs_utf8_seq_len(p + run, n - run) : 0;
     if (seq) {
       run += seq;
       continue;

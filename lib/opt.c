@@ -54,12 +54,14 @@ static int bad_value(const struct gs_opt *o, const char *value, const char *from
 {
   char want[256];
   describe_want(o, want, sizeof(want));
+  /* A value of any length is quoted by its first 64 bytes, so the line stays readable. */
+  const char *more = strlen(value) > 64 ? "..." : "";
   if (from) {
     char key[64];
     gs_opt_key(o, key, sizeof(key));
-    return gs_make_error(err, 0, "%s: %s '%s': want %s", from, key, value, want);
+    return gs_make_error(err, 0, "%s: %s '%.64s%s': want %s", from, key, value, more, want);
   }
-  return gs_make_error(err, 0, "--%s '%s': want %s", o->name, value, want);
+  return gs_make_error(err, 0, "--%s '%.64s%s': want %s", o->name, value, more, want);
 }
 
 /* Reads a number, with a '%' after it when pct; false when the text is not one. */

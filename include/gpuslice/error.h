@@ -6,6 +6,8 @@
 #define GS_ERROR_H
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 struct gs_error_s {
   int status; /* the errno at the failure site, or 0 when the cause is not a system error */
@@ -36,5 +38,14 @@ void gs_error_release(gs_error_t *err);
  * message quoting what users typed or files held stays one line on any terminal. The edges
  * use it for the messages they make themselves. Returns s; NULL is left alone. libc only. */
 char *gs_scrub_ctl(char *s, char repl);
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes; s[0] >= 0x80), or 0 when it is
+ * not one: overlong forms, surrogates and code points past U+10FFFF are not. libc only. */
+size_t gs_utf8_seq_len(const unsigned char *s, size_t n);
+/* Whether the string s is valid UTF-8. */
+bool gs_utf8_valid(const char *s);
+/* Replaces each byte of s that is not part of valid UTF-8 with repl, in place; returns how
+ * many it replaced. */
+size_t gs_scrub_utf8(char *s, char repl);
 
 #endif

@@ -126,5 +126,8 @@ const char *gs_priority_name(uint32_t priority);     /* "normal", "low", "high" 
 /* Calls fn(key, value, data) for each "k=v" line of labels (the labels of a ledger or a
  * limits file); lines without '=' are skipped. */
 void gs_labels_foreach(const char *labels, void (*fn)(const char *key, const char *value, void *data), void *data);
+/* Fails, naming the first label (its bad bytes shown as '?'), when a key or value of labels
+ * is not valid UTF-8: the API's JSON could not carry it. */
+int gs_labels_check_utf8(const char *labels, gs_error_t *err);
 
 #endif

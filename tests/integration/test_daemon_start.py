@@ -95,7 +95,9 @@ def test_setting_mistakes_are_usage_errors(shared_root):
 
 
 def test_a_second_daemon_on_the_same_socket_is_refused(daemon):
-    r = run([GPUSLICE, "daemon", "--foreground", "--metrics-listen", "off"], env=daemon.env, timeout=30)
+    # Its own state dir and ledger: one state dir is refused earlier, by its lock.
+    env = dict(daemon.env, GPUSLICE_STATE_DIR=str(daemon.root / "state2"), GPUSLICE_LEDGER_DB=str(daemon.root / "l2.db"))
+    r = run([GPUSLICE, "daemon", "--foreground", "--metrics-listen", "off"], env=env, timeout=30)
     assert r.returncode == 1 and "another daemon is listening" in r.stderr, r.stderr
     assert daemon.get("/v1/health")[0] == 200
 

@@ -104,6 +104,32 @@ static void test_scrub_ctl_replaces_control_characters_and_del_only(void **state
   assert_null(gs_scrub_ctl(NULL, '_'));
 }
 
+static void test_utf8_scrub_replaces_each_byte_outside_valid_sequences(void **state)
+{
+  static const struct {
+    const char *in, *want;
+    size_t bad;
+  } cases[] = {
+    { "plain", "plain", 0 },
+    { "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 0 },
+    { "\xff\xfe" "AA", "??AA", 2 },
+    { "\xc0\xaf", "??", 2 },             /* overlong '/' */
+    { "\xed\xa0\x80", "???", 3 },        /* a surrogate */
+    { "\xf4\x90\x80\x80", "????", 4 },  /* past U+10FFFF */
+    { "ab\xc3", "ab?", 1 },               /* cut short */
+    { "", "", 0 },
+  };
+  (void) state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%s", cases[i].in);
+    assert_int_equal(gs_utf8_valid(buf), cases[i].bad == 0);
+    assert_int_equal(gs_scrub_utf8(buf, '?'), cases[i].bad);
+    assert_string_equal(buf, cases[i].want);
+    assert_true(gs_utf8_valid(buf));
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -114,6 +140,7 @@ int main(void)
     cmocka_unit_test(test_make_error_replaces_previous_error),
     cmocka_unit_test(test_errors_stay_one_line_whatever_they_quote),
     cmocka_unit_test(test_scrub_ctl_replaces_control_characters_and_del_only),
+    cmocka_unit_test(test_utf8_scrub_replaces_each_byte_outside_valid_sequences),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
