@@ -68,15 +68,26 @@ static const struct gs_opt_table table = {
   .opts = entries, .nopts = GS_OPT_COUNT(entries), .flags = GS_OPTS_ONCE,
 };
 
+/* Every word parse() hands to gs_opt_parse, kept for the whole run as a process keeps its
+ * argv: parsed values point into them. */
+static char *kept_words[512];
+static size_t nkept_words;
+
+static char *kept_word(const char *a)
+{
+  assert_true(nkept_words < sizeof(kept_words) / sizeof(kept_words[0]));
+  return kept_words[nkept_words++] = xstrdup(a);
+}
+
 /* Parses the NULL-terminated words after the verb; returns gs_opt_parse's result. */
 static int parse(struct opts *o, char **msg, int *next, ...)
 {
-  char *argv[32] = { xstrdup("demo") };
+  char *argv[32] = { kept_word("demo") };
   int argc = 1;
   va_list ap;
   va_start(ap, next);
   for (const char *a; (a = va_arg(ap, const char *));)
-    argv[argc++] = xstrdup(a);
+    argv[argc++] = kept_word(a);
   va_end(ap);
   gs_error_t err = NULL;
   int r = gs_opt_parse(&table, o, argc, argv, next, &err);
