@@ -2,7 +2,8 @@
 child started without LD_PRELOAD) and that allocates past the tenant's limit shows as a
 violation, with the bytes over, in `gpuslice ps` (table and --json), in /metrics and in the
 usage ledger, within two samples; with violation_action kill the offending process is
-killed; a tenant within its limit shows none."""
+killed; one that runs kernels past a cap-policy compute limit is a compute violation, and
+violation_action signal ends it with SIGTERM; a tenant within its limit shows none."""
 import json
 import os
 import subprocess
@@ -11,13 +12,19 @@ from daemon_env import GIB, GPUSLICE, MIB, WORKLOAD, Daemon, Tenant, shared_root
 from prometheus_server import cli, metrics
 
 
-def bypass_tenant(daemon, name, vram, hold):
-    """`gpuslice run --vram VRAM -- sh -c 'env -u LD_PRELOAD gpusim-workload hold ...'`: the
-    workload is the shell's child, a grandchild of run, with no interposer. Returns (Popen, ready)."""
-    script = f"env -u LD_PRELOAD {WORKLOAD} hold --bytes {hold}; echo \"holder-status=$?\" >&2"
-    proc = subprocess.Popen([str(GPUSLICE), "run", "--name", name, "--vram", vram, "--", "sh", "-c", script],
+def bypass_run(daemon, name, run_opts, workload):
+    """`gpuslice run RUN_OPTS -- sh -c 'env -u LD_PRELOAD gpusim-workload WORKLOAD'`: the workload
+    is the shell's child, a grandchild of run, with no interposer; the shell then reports its
+    exit status on stderr (holder-status=N)."""
+    script = f"env -u LD_PRELOAD {WORKLOAD} {workload}; echo \"holder-status=$?\" >&2"
+    return subprocess.Popen([str(GPUSLICE), "run", "--name", name, *run_opts, "--", "sh", "-c", script],
                             env=daemon.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
+
+
+def bypass_tenant(daemon, name, vram, hold):
+    """A bypassing holder of HOLD bytes in a tenant limited to VRAM. Returns (Popen, ready)."""
+    proc = bypass_run(daemon, name, ["--vram", vram], f"hold --bytes {hold}")
     line = proc.stdout.readline()
     if not line:
         proc.wait(timeout=30)
@@ -93,6 +100,46 @@ def test_violation_action_kill_ends_the_offending_process(shared_root):
         d.stop()
 
 
+def hog(daemon):
+    """A tenant capped at 20% of the GPU whose child, without the interposer, keeps it busy."""
+    return bypass_run(daemon, "hog", ["--compute", "20", "--compute-policy", "cap"],
+                      "busy --kernel-us 2000 --duty 1 --seconds 60")
+
+
+def test_child_without_preload_over_compute_cap_shows_compute_violation(shared_root):
+    d = Daemon(shared_root).start()
+    proc = hog(d)
+    try:
+        def violation():
+            g = [g for g in d.tenants().get("hog", {}).get("gpus", []) if g["index"] == 0]
+            return g and g[0]["violation"]
+        v = wait_for(violation, timeout=30, what="a compute violation")
+        assert v["compute_over_pct"] > 10 and v["compute_violations"] == 1 and v["vram_over_bytes"] == 0
+        assert any(ln.startswith("hog") and "compute +" in ln for ln in cli(d, "ps").stdout.splitlines())
+        assert metric(metrics(d), "gpuslice_tenant_compute_violations_total", "hog") == 1
+        rows = d.sql("SELECT kind, limit_value, action FROM violations")
+        assert rows == [("compute", 200000, "none")]
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+        d.stop()
+
+
+def test_violation_action_signal_ends_the_offending_process_with_sigterm(shared_root):
+    d = Daemon(shared_root).start("--violation-action", "signal")
+    proc = hog(d)
+    try:
+        proc.wait(timeout=30)  # the busy workload would run 60 s; SIGTERM ends it, then the shell
+        err = proc.stderr.read()
+        assert "holder-status=143" in err, err  # 128 + SIGTERM
+        assert d.sql("SELECT kind, action FROM violations") == [("compute", "signal")]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        d.stop()
+
+
 def test_tenant_within_its_limit_shows_no_violation(shared_root):
     d = Daemon(shared_root).start("--violation-action", "kill")
     t = Tenant(d, "polite", ["--vram", "2Gi"], 1536 * MIB)
@@ -108,4 +155,16 @@ def test_tenant_within_its_limit_shows_no_violation(shared_root):
         assert t.proc.poll() is None
     finally:
         t.end()
+        d.stop()
+
+
+def test_capped_tenant_through_the_interposer_shows_no_compute_violation(shared_root):
+    d = Daemon(shared_root).start("--violation-action", "kill")
+    try:
+        r = subprocess.run([str(GPUSLICE), "run", "--name", "capped", "--compute", "30", "--compute-policy", "cap",
+                            "--", str(WORKLOAD), "busy", "--kernel-us", "2000", "--duty", "1", "--seconds", "4"],
+                           env=d.env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr  # not killed: the gate held it at its cap
+        assert d.sql("SELECT COUNT(*) FROM violations") == [(0,)]
+    finally:
         d.stop()
