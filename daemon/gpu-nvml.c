@@ -271,21 +271,39 @@ static struct verify_proc *proc_find(struct verify_proc *p, int n, pid_t pid)
   return NULL;
 }
 
+/* The samples NVML holds since the last call: asked for the count first, as NVML wants.
+ * Returns how many are in *out (free it), 0 when none or on error. */
+static unsigned util_samples(struct nvml *n, int index, nvmlProcessUtilizationSample_t **out)
+{
+  unsigned count = 0;
+  *out = NULL;
+  if (n->fn.proc_util(n->dev[index], NULL, &count, n->util_seen[index]) != NVML_ERROR_INSUFFICIENT_SIZE || !count)
+    return 0;
+  count += 16; /* room for processes that start between the two calls */
+  *out = xcalloc(count, sizeof(**out));
+  if (n->fn.proc_util(n->dev[index], *out, &count, n->util_seen[index]) != NVML_SUCCESS)
+    return 0;
+  return count;
+}
+
 void nvml_process_util(struct nvml *n, int index, struct verify_proc *p, int np)
 {
   if (!n->fn.proc_util || np == 0)
     return;
-  unsigned count = (unsigned) np * 4;
-  _cleanup_free_ nvmlProcessUtilizationSample_t *s = xcalloc(count, sizeof(*s));
-  if (n->fn.proc_util(n->dev[index], s, &count, n->util_seen[index]) != NVML_SUCCESS)
-    return;
-  /* Samples since the last call; a process with several keeps its latest. */
-  unsigned long long seen = n->util_seen[index];
+  _cleanup_free_ nvmlProcessUtilizationSample_t *s = NULL;
+  unsigned count = util_samples(n, index, &s);
+  _cleanup_free_ unsigned *samples = xcalloc((size_t) np, sizeof(*samples));
+  _cleanup_free_ unsigned *sum = xcalloc((size_t) np, sizeof(*sum));
+  /* A process with several samples in the window gets their mean. */
   for (unsigned i = 0; i < count; i++) {
     struct verify_proc *v = proc_find(p, np, (pid_t) s[i].pid);
-    if (v && s[i].timeStamp >= seen)
-      v->sm_pct = s[i].smUtil > 100 ? 100 : s[i].smUtil;
+    if (v) {
+      sum[v - p] += s[i].smUtil > 100 ? 100 : s[i].smUtil;
+      samples[v - p]++;
+    }
     if (s[i].timeStamp > n->util_seen[index])
       n->util_seen[index] = s[i].timeStamp;
   }
+  for (int i = 0; i < np; i++)
+    p[i].sm_pct = samples[i] ? sum[i] / samples[i] : 0;
 }
