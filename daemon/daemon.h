@@ -256,6 +256,9 @@ struct daemon {
   struct verify_proc *vprocs;       /* the verifier's buffers, kept between samples */
   struct verify_root *vroots;
   int vroots_cap;
+  struct verify_known *vknown;      /* verdicts from the ledgers' slots, valid while vknown_sig holds */
+  int nknown;
+  uint64_t vknown_sig;
   uint64_t verify_ns_total;         /* time the verifier took, all in all */
 };
 

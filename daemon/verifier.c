@@ -1,8 +1,10 @@
 /* Verifying from outside: the interposer lives in the tenant's processes and can be left out
  * (a child started without LD_PRELOAD, a static binary) or fooled (a rewritten ledger), so at
  * each sample the daemon reads NVML's own per-process accounting, attributes each process to
- * a tenant by its ancestry in /proc, and compares the sums with the tenant's limits. An
- * excess is a violation: counted, logged once when it starts, written to the usage ledger,
+ * a tenant by its ancestry in /proc (else by the live slots of the tenants' ledgers, for a
+ * process that joined a tenant through its environment), and compares the sums with the
+ * tenant's limits. An excess is a violation: counted, logged once when it starts, written to
+ * the usage ledger,
  * shown in the snapshot, and acted on (violation_action) at every interval it lasts.
  * The rules themselves are verify.c's; this file reads NVML and /proc and acts. /proc is
  * read only for the processes NVML reports, and their ancestors up to a tenant's owner. */
@@ -12,6 +14,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,13 +68,93 @@ static int build_roots(struct daemon *d)
   return n;
 }
 
-static void attribute(struct daemon *d, struct verify_proc *p, int np, int nroots)
+/* Changes whenever a tenant comes or goes, so that the slot verdicts (tenant indices) are redone. */
+static uint64_t registry_sig(const struct daemon *d)
+{
+  uint64_t sig = (uint64_t) d->reg.n * 0x9e3779b97f4a7c15ULL;
+  for (int i = 0; i < d->reg.n; i++)
+    sig = (sig ^ (d->reg.v[i]->created_unix_ns + (uint64_t) i)) * 0x100000001b3ULL;
+  return sig;
+}
+
+static int known_find(const struct daemon *d, const struct verify_proc *p)
+{
+  for (int i = 0; i < d->nknown; i++)
+    if (d->vknown[i].pid == p->pid && d->vknown[i].start_time == p->start_time)
+      return d->vknown[i].tenant;
+  return -2;
+}
+
+/* True when the process runs as uid: /proc/PID belongs to its real owner. */
+static bool runs_as(pid_t pid, uid_t uid)
+{
+  char path[32];
+  struct stat st;
+  snprintf(path, sizeof(path), "/proc/%d", (int) pid);
+  return stat(path, &st) == 0 && st.st_uid == uid;
+}
+
+/* Every live slot of every tenant's ledger, read at most once per GPU and sample, and only when
+ * a process not seen before is left out by ancestry. */
+struct slot_table {
+  bool read;
+  int n;
+  struct verify_known *v;
+};
+
+static void slots_read(struct daemon *d, struct slot_table *st)
+{
+  _cleanup_free_ struct gs_ledger_copy_proc *slots = xcalloc(GS_LEDGER_MAX_PROCS, sizeof(*slots));
+  int cap = 0;
+  st->read = true;
+  for (int ti = 0; ti < d->reg.n; ti++) {
+    struct tenant *t = d->reg.v[ti];
+    int n = t->exited || t->ledger_fd < 0 ? 0 : gs_ledger_read_procs(t->ledger_fd, slots, GS_LEDGER_MAX_PROCS, NULL);
+    for (int k = 0; k < n; k++) {
+      if (st->n == cap) {
+        cap = cap ? 2 * cap : 64;
+        st->v = xrealloc(st->v, (size_t) cap * sizeof(*st->v));
+      }
+      st->v[st->n++] = (struct verify_known) { .pid = slots[k].pid, .start_time = slots[k].start_time, .tenant = ti };
+    }
+  }
+}
+
+/* The tenant whose ledger has a live slot for p, if p runs as that tenant's user, or -1. */
+static int slot_owner(struct daemon *d, struct slot_table *st, const struct verify_proc *p)
+{
+  if (!st->read)
+    slots_read(d, st);
+  for (int i = 0; i < st->n; i++)
+    if (st->v[i].pid == p->pid && st->v[i].start_time == p->start_time)
+      return runs_as(p->pid, d->reg.v[st->v[i].tenant]->uid) ? st->v[i].tenant : -1;
+  return -1;
+}
+
+/* Places the processes ancestry left out by the ledgers' slots, through the verdicts kept from
+ * the last sample; keeps this sample's verdicts for the next. */
+static void attribute_by_slots(struct daemon *d, struct verify_proc *p, int np, struct verify_known *next, int *nnext)
+{
+  struct slot_table st = { 0 };
+  for (int i = 0; i < np; i++) {
+    if (p[i].tenant >= 0 || *nnext >= VERIFY_PROCS_MAX)
+      continue;
+    int t = known_find(d, &p[i]);
+    p[i].tenant = t >= -1 ? t : slot_owner(d, &st, &p[i]);
+    next[(*nnext)++] = (struct verify_known) { .pid = p[i].pid, .start_time = p[i].start_time, .tenant = p[i].tenant };
+  }
+  free(st.v);
+}
+
+static void attribute(struct daemon *d, struct verify_proc *p, int np, int nroots, struct verify_known *next,
+                      int *nnext)
 {
   for (int i = 0; i < np; i++) {
     struct walk w = { 0 };
     p[i].tenant = verify_tenant_of(p[i].pid, d->vroots, nroots, proc_parent, &w);
     p[i].start_time = w.asked ? w.first_start : gs_proc_start_time(p[i].pid);
   }
+  attribute_by_slots(d, p, np, next, nnext);
 }
 
 /* Signals (pid, start time) through a pidfd, so that a reused pid is never hit. */
@@ -183,12 +266,12 @@ static void check_tenant(struct daemon *d, int ti, int g, struct verify_proc *p,
   }
 }
 
-static void verify_gpu(struct daemon *d, int g, int nroots)
+static void verify_gpu(struct daemon *d, int g, int nroots, struct verify_known *next, int *nnext)
 {
   int np = nvml_processes(d->nvml, g, d->vprocs, VERIFY_PROCS_MAX);
   if (np < 0)
     return; /* NVML cannot say: the last verdicts stand */
-  attribute(d, d->vprocs, np, nroots);
+  attribute(d, d->vprocs, np, nroots, next, nnext);
   nvml_process_util(d->nvml, g, d->vprocs, np);
   for (int ti = 0; ti < d->reg.n; ti++)
     if (!d->reg.v[ti]->exited)
@@ -203,8 +286,18 @@ void verifier_run(struct daemon *d)
   if (!d->vprocs)
     d->vprocs = xcalloc(VERIFY_PROCS_MAX, sizeof(*d->vprocs));
   int nroots = build_roots(d);
+  uint64_t sig = registry_sig(d);
+  if (sig != d->vknown_sig)
+    d->nknown = 0;
+  d->vknown_sig = sig;
+  _cleanup_free_ struct verify_known *next = xcalloc(VERIFY_PROCS_MAX, sizeof(*next));
+  int nnext = 0;
   for (int g = 0; g < d->snap.ngpus; g++)
-    verify_gpu(d, g, nroots);
+    verify_gpu(d, g, nroots, next, &nnext);
+  free(d->vknown);
+  d->vknown = next;
+  d->nknown = nnext;
+  next = NULL;
   d->verify_ns_total += mono_ns() - t0;
 }
 
@@ -212,6 +305,9 @@ void verifier_release(struct daemon *d)
 {
   free(d->vprocs);
   free(d->vroots);
+  free(d->vknown);
+  d->vknown = NULL;
+  d->nknown = 0;
   d->vprocs = NULL;
   d->vroots = NULL;
   d->vroots_cap = 0;

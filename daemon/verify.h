@@ -5,7 +5,9 @@
  *
  * The rules, documented in docs/daemon.md#verifying-from-outside:
  *  - a process belongs to the tenant whose owner (its `gpuslice run`) is the process itself
- *    or an ancestor, following parents up to VERIFY_DEPTH_MAX steps;
+ *    or an ancestor, following parents up to VERIFY_DEPTH_MAX steps; failing that, to the
+ *    tenant whose ledger has a live slot for it (a process that joined the tenant through its
+ *    environment), if it runs as the tenant's user (verifier.c checks that);
  *  - device memory: NVML's usedGpuMemory of the tenant's processes on a GPU, summed, is over
  *    the limit when it exceeds it by more than VERIFY_VRAM_SLACK per process (what a CUDA
  *    context holds beyond the interposer's estimate); the violation is the whole excess;
@@ -41,6 +43,14 @@ struct verify_root {
 
 /* The parent of pid, 0 with *ppid set, -1 when it is gone. */
 typedef int (*verify_parent_fn)(pid_t pid, pid_t *ppid, void *data);
+
+/* A verdict on a process that ancestry placed under no tenant, kept between samples so that the
+ * ledgers' slots are read only for processes not seen before. */
+struct verify_known {
+  pid_t pid;
+  uint64_t start_time;
+  int tenant;               /* -1: none */
+};
 
 /* Sorts roots by pid, for verify_tenant_of. */
 void verify_roots_sort(struct verify_root *roots, int n);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -96,6 +97,26 @@ int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy
   copy_head(out, &h);
   out->owner_uid = owner;
   return 0;
+}
+
+int gs_ledger_read_procs(int fd, struct gs_ledger_copy_proc *out, int max, gs_error_t *err)
+{
+  size_t len = sizeof(((struct gs_ledger *) 0)->proc);
+  struct gs_ledger_proc *slots = malloc(len);
+  if (!slots)
+    return gs_make_error(err, ENOMEM, "ledger process slots");
+  ssize_t got = pread(fd, slots, len, HEAD_BYTES);
+  int n = 0;
+  for (int i = 0; got > 0 && i < (int) ((size_t) got / sizeof(*slots)) && n < max; i++) {
+    uint32_t state;
+    memcpy(&state, &slots[i].state, sizeof(state)); /* a copy: no other process writes it */
+    if (state == GS_SLOT_LIVE && slots[i].pid > 0)
+      out[n++] = (struct gs_ledger_copy_proc) { .pid = slots[i].pid, .start_time = slots[i].start_time };
+  }
+  free(slots);
+  if (got < 0)
+    return gs_make_error(err, errno, "read ledger process slots");
+  return n;
 }
 
 int gs_ledger_read_copy(const char *dir, const char *name, uid_t uid, struct gs_ledger_copy *out,

@@ -211,6 +211,16 @@ struct gs_ledger_copy {
   struct gs_ledger_copy_gpu gpu[GS_LEDGER_MAX_GPUS];
 };
 
+/* A live process slot of a ledger copy: the process the interposer saw. */
+struct gs_ledger_copy_proc {
+  pid_t pid;
+  uint64_t start_time;
+};
+
+/* Reads the live process slots of the ledger open on fd (checked by gs_ledger_read_fd) into out,
+ * up to max, with one pread. Returns how many, or -1 with err. */
+int gs_ledger_read_procs(int fd, struct gs_ledger_copy_proc *out, int max, gs_error_t *err);
+
 /* Opens dir/tenants/name for gs_ledger_read_fd: read-only, following no link, never
  * blocking. Returns the descriptor (close it), or -1 with err. */
 int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err);

@@ -8,8 +8,14 @@ import json
 import os
 import subprocess
 
-from daemon_env import GIB, GPUSLICE, MIB, WORKLOAD, Daemon, Tenant, shared_root, wait_for  # noqa: F401
+import struct
+
+from daemon_env import GIB, GPUSLICE, MIB, WORKLOAD, Daemon, Tenant, shared_root, tenant_env, wait_for  # noqa: F401
 from prometheus_server import cli, metrics
+from wl_run import start_hold, stop_hold
+
+# struct gs_ledger: gpu[0].used_bytes (include/gpuslice/tenant-ledger.h pins the offsets).
+LEDGER_GPU0_USED = 1152 + 16
 
 
 def bypass_run(daemon, name, run_opts, workload):
@@ -97,6 +103,28 @@ def test_violation_action_kill_ends_the_offending_process(shared_root):
     finally:
         if proc.poll() is None:
             proc.kill()
+        d.stop()
+
+
+def test_rewritten_ledger_does_not_hide_memory_over_the_limit(shared_root):
+    d = Daemon(shared_root).start()
+    t = Tenant(d, "forger", ["--vram", "2Gi"], 1536 * MIB)
+    extra = None
+    try:
+        # The tenant zeroes what its ledger says it uses; the interposer then lets it allocate again.
+        with open(d.state / "tenants" / "forger", "r+b") as f:
+            f.seek(LEDGER_GPU0_USED)
+            f.write(struct.pack("<Q", 0))
+        extra, _ = start_hold(["--bytes", "1536Mi"], tenant_env(d, "forger"))
+        after_two_samples(d)
+        g = gpu0(d, "forger")
+        assert g["vram_used_bytes"] <= 2 * GIB  # what the ledger says
+        assert g["violation"] is not None and g["violation"]["vram_over_bytes"] >= GIB, (g, cli(d, "gpus", "--json").stdout)
+        assert d.sql("SELECT kind FROM violations") == [("vram",)]
+    finally:
+        if extra:
+            stop_hold(extra)
+        t.end()
         d.stop()
 
 
