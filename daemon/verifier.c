@@ -63,7 +63,7 @@ static int build_roots(struct daemon *d)
   int n = 0;
   for (int i = 0; i < d->reg.n; i++)
     if (!d->reg.v[i]->exited && d->reg.v[i]->owner_pid > 1)
-      d->vroots[n++] = (struct verify_root) { .pid = d->reg.v[i]->owner_pid, .tenant = i };
+      d->vroots[n++] = (struct verify_root){ .pid = d->reg.v[i]->owner_pid, .tenant = i };
   verify_roots_sort(d->vroots, n);
   return n;
 }
@@ -109,13 +109,17 @@ static void slots_read(struct daemon *d, struct slot_table *st)
   st->read = true;
   for (int ti = 0; ti < d->reg.n; ti++) {
     struct tenant *t = d->reg.v[ti];
-    int n = t->exited || t->ledger_fd < 0 ? 0 : gs_ledger_read_procs(t->ledger_fd, slots, GS_LEDGER_MAX_PROCS, NULL);
+    int n = t->exited || t->ledger_fd < 0
+      ? 0
+      : gs_ledger_read_procs(t->ledger_fd, slots, GS_LEDGER_MAX_PROCS, NULL);
     for (int k = 0; k < n; k++) {
       if (st->n == cap) {
         cap = cap ? 2 * cap : 64;
         st->v = xrealloc(st->v, (size_t) cap * sizeof(*st->v));
       }
-      st->v[st->n++] = (struct verify_known) { .pid = slots[k].pid, .start_time = slots[k].start_time, .tenant = ti };
+      st->v[st->n++] = (struct verify_known){ .pid = slots[k].pid,
+                                              .start_time = slots[k].start_time,
+                                              .tenant = ti };
     }
   }
 }
@@ -126,14 +130,17 @@ static int slot_owner(struct daemon *d, struct slot_table *st, const struct veri
   if (!st->read)
     slots_read(d, st);
   for (int i = 0; i < st->n; i++)
-    if (st->v[i].pid == p->pid && st->v[i].start_time == p->start_time)
-      return runs_as(p->pid, d->reg.v[st->v[i].tenant]->uid) ? st->v[i].tenant : -1;
+    /* A slot of another user's tenant does not claim the process: the next one may. */
+    if (st->v[i].pid == p->pid && st->v[i].start_time == p->start_time &&
+        runs_as(p->pid, d->reg.v[st->v[i].tenant]->uid))
+      return st->v[i].tenant;
   return -1;
 }
 
 /* Places the processes ancestry left out by the ledgers' slots, through the verdicts kept from
  * the last sample; keeps this sample's verdicts for the next. */
-static void attribute_by_slots(struct daemon *d, struct verify_proc *p, int np, struct verify_known *next, int *nnext)
+static void attribute_by_slots(struct daemon *d, struct verify_proc *p, int np,
+                               struct verify_known *next, int *nnext)
 {
   struct slot_table st = { 0 };
   for (int i = 0; i < np; i++) {
@@ -141,13 +148,15 @@ static void attribute_by_slots(struct daemon *d, struct verify_proc *p, int np, 
       continue;
     int t = known_find(d, &p[i]);
     p[i].tenant = t >= -1 ? t : slot_owner(d, &st, &p[i]);
-    next[(*nnext)++] = (struct verify_known) { .pid = p[i].pid, .start_time = p[i].start_time, .tenant = p[i].tenant };
+    next[(*nnext)++] = (struct verify_known){ .pid = p[i].pid,
+                                              .start_time = p[i].start_time,
+                                              .tenant = p[i].tenant };
   }
   free(st.v);
 }
 
-static void attribute(struct daemon *d, struct verify_proc *p, int np, int nroots, struct verify_known *next,
-                      int *nnext)
+static void attribute(struct daemon *d, struct verify_proc *p, int np, int nroots,
+                      struct verify_known *next, int *nnext)
 {
   for (int i = 0; i < np; i++) {
     struct walk w = { 0 };
@@ -188,7 +197,9 @@ static void act(const struct daemon *d, struct verify_proc *p, int np, char *pid
 static void record(struct daemon *d, struct tenant *t, const struct usage_violation *v)
 {
   gs_error_t err = NULL;
-  GS_LOG(GS_LOG_WARN, "tenant '%s' GPU %d: %s violation: NVML says %llu, limit %llu, over by %llu (pids %s; action %s)",
+  GS_LOG(GS_LOG_WARN,
+         "tenant '%s' GPU %d: %s violation: NVML says %llu, limit %llu, over by %llu (pids %s; "
+         "action %s)",
          t->name, v->gpu, v->kind, (unsigned long long) v->measured, (unsigned long long) v->limit,
          (unsigned long long) v->over, v->pids, v->action);
   if (t->db_id && usage_db_violation(d->db, t, v, &err) < 0) {
@@ -198,8 +209,8 @@ static void record(struct daemon *d, struct tenant *t, const struct usage_violat
 }
 
 /* The tenant's sums on GPU g; whether another's processes were busy there too. */
-static void sums(const struct verify_proc *p, int np, int ti, uint64_t *bytes, uint32_t *ppm, int *nprocs,
-                 bool *contended)
+static void sums(const struct verify_proc *p, int np, int ti, uint64_t *bytes, uint32_t *ppm,
+                 int *nprocs, bool *contended)
 {
   *bytes = 0;
   *ppm = 0;
@@ -256,13 +267,17 @@ static void check_tenant(struct daemon *d, int ti, int g, struct verify_proc *p,
   tg->compute_over_ppm = cover;
   if (vover) {
     verify_pick_vram(p, np, ti, limit);
-    violation(d, ti, g, &(struct usage_violation) { .kind = "vram", .measured = tg->nvml_bytes, .limit = limit,
-                                                     .over = vover }, vstart, p, np);
+    violation(d, ti, g,
+              &(struct usage_violation){
+                .kind = "vram", .measured = tg->nvml_bytes, .limit = limit, .over = vover },
+              vstart, p, np);
   }
   if (cover) {
     verify_pick_compute(p, np, ti, cppm);
-    violation(d, ti, g, &(struct usage_violation) { .kind = "compute", .measured = tg->nvml_ppm, .limit = cppm,
-                                                     .over = cover }, cstart, p, np);
+    violation(d, ti, g,
+              &(struct usage_violation){
+                .kind = "compute", .measured = tg->nvml_ppm, .limit = cppm, .over = cover },
+              cstart, p, np);
   }
 }
 

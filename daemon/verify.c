@@ -20,11 +20,13 @@ void verify_roots_sort(struct verify_root *roots, int n)
 static int root_find(pid_t pid, const struct verify_root *roots, int n)
 {
   struct verify_root key = { .pid = pid };
-  const struct verify_root *r = n > 0 ? bsearch(&key, roots, (size_t) n, sizeof(*roots), root_cmp) : NULL;
+  const struct verify_root *r =
+    n > 0 ? bsearch(&key, roots, (size_t) n, sizeof(*roots), root_cmp) : NULL;
   return r ? r->tenant : -1;
 }
 
-int verify_tenant_of(pid_t pid, const struct verify_root *roots, int n, verify_parent_fn parent, void *data)
+int verify_tenant_of(pid_t pid, const struct verify_root *roots, int n, verify_parent_fn parent,
+                     void *data)
 {
   for (int depth = 0; depth <= VERIFY_DEPTH_MAX && pid > 1; depth++) {
     int t = root_find(pid, roots, n);

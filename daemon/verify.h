@@ -28,11 +28,11 @@
 /* One process NVML reports on one GPU. */
 struct verify_proc {
   pid_t pid;
-  uint64_t start_time;  /* /proc's, to signal the same process */
-  uint64_t vram_bytes;  /* usedGpuMemory */
-  unsigned sm_pct;      /* smUtil over the last window, 0 when NVML had no sample */
-  int tenant;           /* index of the owning tenant, -1 for none */
-  bool offender;        /* picked by verify_pick_* */
+  uint64_t start_time; /* /proc's, to signal the same process */
+  uint64_t vram_bytes; /* usedGpuMemory */
+  unsigned sm_pct;     /* smUtil over the last window, 0 when NVML had no sample */
+  int tenant;          /* index of the owning tenant, -1 for none */
+  bool offender;       /* picked by verify_pick_* */
 };
 
 /* A tenant's owner: its processes are this one and its descendants. */
@@ -49,20 +49,22 @@ typedef int (*verify_parent_fn)(pid_t pid, pid_t *ppid, void *data);
 struct verify_known {
   pid_t pid;
   uint64_t start_time;
-  int tenant;               /* -1: none */
+  int tenant; /* -1: none */
 };
 
 /* Sorts roots by pid, for verify_tenant_of. */
 void verify_roots_sort(struct verify_root *roots, int n);
 /* The tenant pid belongs to, or -1: pid or its nearest ancestor that is a root. */
-int verify_tenant_of(pid_t pid, const struct verify_root *roots, int n, verify_parent_fn parent, void *data);
+int verify_tenant_of(pid_t pid, const struct verify_root *roots, int n, verify_parent_fn parent,
+                     void *data);
 
 /* Bytes over the limit (nvml_bytes - limit) when beyond the slack of nprocs processes, else 0.
  * limit UINT64_MAX means none. */
 uint64_t verify_vram_over(uint64_t nvml_bytes, uint64_t limit, int nprocs);
 /* Millionths of the GPU's time over the limit (used - limit) when beyond the margin and the
  * policy makes the limit binding, else 0. limit_ppm 0 means none. */
-uint32_t verify_compute_over(uint32_t used_ppm, uint32_t limit_ppm, bool cap_policy, bool contended);
+uint32_t verify_compute_over(uint32_t used_ppm, uint32_t limit_ppm, bool cap_policy,
+                             bool contended);
 
 /* Marks offenders among tenant's processes in p[]: the largest users of device memory first,
  * until what is left fits within limit. Returns how many were marked. */

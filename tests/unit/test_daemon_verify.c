@@ -14,8 +14,10 @@
 
 /* pid -> parent: 100 is tenant 0's owner, 200 tenant 1's; 101 its child, 102 a grandchild
  * (a child started without LD_PRELOAD is still one), 300 a stranger under init. */
-static const pid_t tree[][2] = { { 100, 1 }, { 101, 100 }, { 102, 101 }, { 200, 1 }, { 201, 200 }, { 300, 1 },
-                                 { 400, 401 }, { 401, 400 } /* a cycle, which /proc cannot have but a race could */ };
+static const pid_t tree[][2] = {
+  { 100, 1 }, { 101, 100 }, { 102, 101 }, { 200, 1 }, { 201, 200 },
+  { 300, 1 }, { 400, 401 }, { 401, 400 } /* a cycle, which /proc cannot have but a race could */
+};
 
 static int parent_of(pid_t pid, pid_t *ppid, void *data)
 {
@@ -38,7 +40,8 @@ static void test_ancestry_attributes_descendants_to_their_owner(void **state)
   static const struct {
     pid_t pid;
     int tenant;
-  } cases[] = { { 100, 0 }, { 101, 0 }, { 102, 0 }, { 201, 1 }, { 200, 1 }, { 300, -1 }, { 999, -1 }, { 400, -1 } };
+  } cases[] = { { 100, 0 }, { 101, 0 },  { 102, 0 },  { 201, 1 },
+                { 200, 1 }, { 300, -1 }, { 999, -1 }, { 400, -1 } };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     assert_int_equal(verify_tenant_of(cases[i].pid, roots, 2, parent_of, &calls), cases[i].tenant);
 }
@@ -58,17 +61,18 @@ static void test_vram_over_limit_beyond_slack_is_a_violation(void **state)
     int nprocs;
     uint64_t over;
   } cases[] = {
-    { 6 * GIB, 2 * GIB, 1, 4 * GIB },                          /* the bypass */
-    { 2 * GIB, 2 * GIB, 1, 0 },                                /* at the limit */
-    { 2 * GIB + VERIFY_VRAM_SLACK, 2 * GIB, 1, 0 },            /* within one context's slack */
+    { 6 * GIB, 2 * GIB, 1, 4 * GIB },               /* the bypass */
+    { 2 * GIB, 2 * GIB, 1, 0 },                     /* at the limit */
+    { 2 * GIB + VERIFY_VRAM_SLACK, 2 * GIB, 1, 0 }, /* within one context's slack */
     { 2 * GIB + VERIFY_VRAM_SLACK + 1, 2 * GIB, 1, VERIFY_VRAM_SLACK + 1 },
-    { 2 * GIB + 2 * VERIFY_VRAM_SLACK, 2 * GIB, 2, 0 },        /* two processes, two slacks */
-    { 100 * GIB, UINT64_MAX, 1, 0 },                           /* unlimited */
+    { 2 * GIB + 2 * VERIFY_VRAM_SLACK, 2 * GIB, 2, 0 }, /* two processes, two slacks */
+    { 100 * GIB, UINT64_MAX, 1, 0 },                    /* unlimited */
     { 0, 0, 0, 0 },
-    { 1 * GIB, 0, 0, 1 * GIB },                                /* limit 0, no process counted: one slack */
+    { 1 * GIB, 0, 0, 1 * GIB }, /* limit 0, no process counted: one slack */
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-    assert_int_equal(verify_vram_over(cases[i].nvml, cases[i].limit, cases[i].nprocs), cases[i].over);
+    assert_int_equal(verify_vram_over(cases[i].nvml, cases[i].limit, cases[i].nprocs),
+                     cases[i].over);
 }
 
 static void test_compute_over_cap_counts_only_when_binding(void **state)
@@ -79,17 +83,18 @@ static void test_compute_over_cap_counts_only_when_binding(void **state)
     bool cap, contended;
     uint32_t over;
   } cases[] = {
-    { 900000, 300000, true, false, 600000 },   /* cap: binding even alone */
-    { 900000, 300000, false, false, 0 },       /* share, GPU otherwise idle: may exceed */
-    { 900000, 300000, false, true, 600000 },   /* share, contended: binding */
+    { 900000, 300000, true, false, 600000 }, /* cap: binding even alone */
+    { 900000, 300000, false, false, 0 },     /* share, GPU otherwise idle: may exceed */
+    { 900000, 300000, false, true, 600000 }, /* share, contended: binding */
     { 300000 + VERIFY_COMPUTE_MARGIN_PPM, 300000, true, true, 0 }, /* within the margin */
     { 300000 + VERIFY_COMPUTE_MARGIN_PPM + 1, 300000, true, true, VERIFY_COMPUTE_MARGIN_PPM + 1 },
-    { 1000000, 0, true, true, 0 },             /* no limit */
+    { 1000000, 0, true, true, 0 }, /* no limit */
     { 100000, 300000, true, true, 0 },
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-    assert_int_equal(verify_compute_over(cases[i].used, cases[i].limit, cases[i].cap, cases[i].contended),
-                     cases[i].over);
+    assert_int_equal(
+      verify_compute_over(cases[i].used, cases[i].limit, cases[i].cap, cases[i].contended),
+      cases[i].over);
 }
 
 static void test_pick_vram_takes_largest_until_within_limit(void **state)
@@ -118,7 +123,8 @@ static void test_pick_vram_may_take_every_process(void **state)
 static void test_pick_compute_leaves_a_tenant_at_its_limit(void **state)
 {
   (void) state;
-  struct verify_proc p[] = { { .pid = 1, .sm_pct = 30, .tenant = 0 }, { .pid = 2, .sm_pct = 60, .tenant = 0 },
+  struct verify_proc p[] = { { .pid = 1, .sm_pct = 30, .tenant = 0 },
+                             { .pid = 2, .sm_pct = 60, .tenant = 0 },
                              { .pid = 3, .sm_pct = 90, .tenant = 1 } };
   assert_int_equal(verify_pick_compute(p, 3, 0, 300000), 1);
   assert_true(p[1].offender);
