@@ -10,6 +10,11 @@ utime+stime from /proc over the window, as a percentage of one core; RSS is VmRS
 and VmHWM (the peak). It also reports the last sample's duration as the daemon measured it
 and the usage ledger's size. Targets: RSS < 20 MB, CPU < 1% of a core.
 
+With --verify-off-too it then restarts the daemon with `--verify off` on the same state dir (it
+adopts the same tenants) and measures a third window, so that the verifier's cost (NVML's
+per-process lists and utilization, /proc for the processes NVML reports) is the difference
+between two windows of the same run.
+
 Prints a table and a JSON object on stdout. Exit status: 0 when it ran (a missed target is
 reported, not failed, unless --check), 1 when a run failed, 3 with --check on a missed target.
 """
@@ -38,6 +43,8 @@ def parse_args():
     p.add_argument("--tenants", type=int, default=128, help="tenants to start (default 128)")
     p.add_argument("--seconds", type=float, default=30.0, help="length of each measuring window (default 30)")
     p.add_argument("--check", action="store_true", help="exit 3 when a target is missed")
+    p.add_argument("--verify-off-too", action="store_true",
+                   help="also measure the tenants with the verifier off (`--verify off`), same run")
     return p.parse_args()
 
 
@@ -124,43 +131,67 @@ def health(sock):
     return request(sock, "GET", "/v1/health")[1]
 
 
+def start_daemon(args, env, sock, *extra):
+    if sock.exists():
+        sock.unlink()
+    daemon = subprocess.Popen([str(args.build / "bin" / "gpuslice"), "daemon", "--foreground", "--log-level", "warn",
+                               *extra], env=env)
+    if not wait_for(lambda: sock.exists()):
+        raise SystemExit("the daemon did not start")
+    return daemon
+
+
+def stop_daemon(daemon):
+    daemon.terminate()
+    daemon.wait(timeout=30)
+
+
+def busy_window(args, root, daemon, sock):
+    if not wait_for(lambda: health(sock)["tenants"] == args.tenants):
+        raise SystemExit("the daemon did not list every tenant")
+    busy = window(daemon.pid, sock, args.seconds)
+    busy["last_sample_s"] = health(sock)["last_sample_duration_s"]
+    busy["ledger_mb"] = sum(os.path.getsize(f) for f in root.glob("ledger.db*")) / 1e6
+    return busy
+
+
 def measure(args, root):
     env = env_for(args.build, root)
     sock = root / "state" / "gpuslice.sock"
-    daemon = subprocess.Popen([str(args.build / "bin" / "gpuslice"), "daemon", "--foreground", "--log-level", "warn"],
-                              env=env)
+    daemon = start_daemon(args, env, sock)
     tenants = []
+    off = None
     try:
-        if not wait_for(lambda: sock.exists()):
-            raise SystemExit("the daemon did not start")
         idle = window(daemon.pid, sock, args.seconds)
         tenants = start_tenants(args.build, env, args.tenants)
-        if not wait_for(lambda: health(sock)["tenants"] == args.tenants):
-            raise SystemExit("the daemon did not list every tenant")
-        busy = window(daemon.pid, sock, args.seconds)
-        busy["last_sample_s"] = health(sock)["last_sample_duration_s"]
-        busy["ledger_mb"] = sum(os.path.getsize(f) for f in root.glob("ledger.db*")) / 1e6
-        return idle, busy
+        busy = busy_window(args, root, daemon, sock)
+        if args.verify_off_too:
+            stop_daemon(daemon)
+            daemon = start_daemon(args, env, sock, "--verify", "off")
+            off = busy_window(args, root, daemon, sock)
+        return idle, busy, off
     finally:
         for p in tenants:
             p.stdin.close()
         for p in tenants:
             p.wait(timeout=60)
-        daemon.terminate()
-        daemon.wait(timeout=30)
+        stop_daemon(daemon)
 
 
 def main():
     args = parse_args()
     root = pathlib.Path(tempfile.mkdtemp(prefix="gs-bench-daemon-"))
     try:
-        idle, busy = measure(args, root)
+        idle, busy, off = measure(args, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"gpuslice daemon, 8 simulated H100s, 1 s sampling, {args.seconds:.0f} s windows")
     print(f"{'':28} {'CPU % of a core':>16} {'RSS MB':>8} {'peak RSS MB':>12}")
     print(f"{'no tenants (baseline)':28} {idle['cpu_pct']:16.3f} {idle['rss_mb']:8.1f} {idle['hwm_mb']:12.1f}")
     print(f"{str(args.tenants) + ' tenants':28} {busy['cpu_pct']:16.3f} {busy['rss_mb']:8.1f} {busy['hwm_mb']:12.1f}")
+    if off:
+        print(f"{str(args.tenants) + ' tenants, verify off':28} {off['cpu_pct']:16.3f} {off['rss_mb']:8.1f} "
+              f"{off['hwm_mb']:12.1f}")
     print(f"last sample took {busy['last_sample_s'] * 1000:.2f} ms; usage ledger {busy['ledger_mb']:.2f} MB")
     print(f"with {args.tenants} tenants: {busy['nvml_share'] * 100:.0f}% of sampling time is in NVML calls (here the "
           f"simulated driver); CPU without them {busy['cpu_pct_without_nvml']:.3f}% of a core")
@@ -169,7 +200,7 @@ def main():
     ok = busy["hwm_mb"] < RSS_TARGET_MB and busy["cpu_pct"] < CPU_TARGET_PCT
     print(f"targets: RSS < {RSS_TARGET_MB} MB, CPU < {CPU_TARGET_PCT}% of a core: {'met' if ok else 'MISSED'}")
     print(json.dumps({"tenants": args.tenants, "gpus": 8, "interval_s": 1, "idle": idle, "busy": busy,
-                      "targets_met": ok}))
+                      "busy_verify_off": off, "targets_met": ok}))
     return 3 if args.check and not ok else 0
 
 

@@ -61,11 +61,25 @@ static const char *compute_limit_cell(char *buf, const json_t *limits)
   return buf;
 }
 
+/* What the daemon's verifier found on this GPU: "vram +4.0 GiB", "compute +12%", both, or "-". */
+static const char *violation_cell(char *buf, const json_t *g)
+{
+  const json_t *v = g ? json_object_get(g, "violation") : NULL;
+  char bytes[TABLE_CELL], pct[TABLE_CELL];
+  if (!json_is_object(v))
+    return "-";
+  double over = jnum(v, "vram_over_bytes", 0), cpct = jnum(v, "compute_over_pct", 0);
+  snprintf(buf, TABLE_CELL, "%s%s%s%s%s%s", over > 0 ? "vram +" : "", over > 0 ? fmt_bytes(bytes, over) : "",
+           over > 0 && cpct > 0 ? ", " : "", cpct > 0 ? "compute +" : "", cpct > 0 ? fmt_number(pct, cpct, 1) : "",
+           cpct > 0 ? "%" : "");
+  return buf;
+}
+
 static void add_tenant_row(struct table *t, const json_t *ten, const json_t *g, const char *labels)
 {
   const json_t *limits = json_object_get(ten, "limits");
   char pid[24], gpu[16], used[TABLE_CELL], lim[TABLE_CELL], peak[TABLE_CELL], share[TABLE_CELL],
-      clim[TABLE_CELL], gsec[TABLE_CELL], thr[TABLE_CELL];
+      clim[TABLE_CELL], gsec[TABLE_CELL], thr[TABLE_CELL], viol[TABLE_CELL];
   snprintf(pid, sizeof(pid), "%.0f", jnum(ten, "pid", 0));
   snprintf(gpu, sizeof(gpu), "%.0f", jnum(g, "index", 0));
   const char *cells[] = {
@@ -78,6 +92,7 @@ static void add_tenant_row(struct table *t, const json_t *ten, const json_t *g, 
     compute_limit_cell(clim, limits),
     g ? fmt_seconds(gsec, jnum(g, "gpu_seconds", 0)) : NULL,
     g ? fmt_seconds(thr, jnum(g, "throttled_seconds", 0)) : NULL,
+    violation_cell(viol, g),
     labels,
   };
   table_add(t, cells);
@@ -87,8 +102,8 @@ struct table *tenants_table(const json_t *tenants)
 {
   static const char *headers[] = { "TENANT", "USER", "PID", "STATE", "GPU", "VRAM", "VRAM-LIMIT",
                                    "PEAK", "COMPUTE", "COMPUTE-LIMIT", "GPU-TIME", "THROTTLED",
-                                   "LABELS" };
-  struct table *t = table_new(13, "llrllrrrrrrrl", headers);
+                                   "VIOLATION", "LABELS" };
+  struct table *t = table_new(14, "llrllrrrrrrrll", headers);
   size_t i, j;
   const json_t *ten, *g;
   json_array_foreach(tenants, i, ten) {

@@ -29,6 +29,17 @@ static json_t *limit_or_null(uint64_t bytes)
   return bytes == GS_LIMIT_NONE ? json_null() : json_integer((json_int_t) bytes);
 }
 
+/* What the verifier found (verifier.c): null while NVML's accounting is within the limits. */
+static json_t *violation_json(const struct tenant_gpu *tg)
+{
+  if (!tg->vram_over_bytes && !tg->compute_over_ppm)
+    return json_null();
+  return json_pack("{s:I, s:I, s:f, s:I, s:I}", "nvml_vram_bytes", (json_int_t) tg->nvml_bytes, "vram_over_bytes",
+                   (json_int_t) tg->vram_over_bytes, "compute_over_pct", tg->compute_over_ppm / 1e4,
+                   "vram_violations", (json_int_t) tg->vram_violations, "compute_violations",
+                   (json_int_t) tg->compute_violations);
+}
+
 static json_t *gpus_json(const struct daemon *d, const struct tenant *t)
 {
   json_t *a = json_array();
@@ -37,10 +48,10 @@ static json_t *gpus_json(const struct daemon *d, const struct tenant *t)
       continue;
     const struct tenant_gpu *tg = &t->gpu[g];
     json_array_append_new(
-      a, json_pack("{s:i, s:I, s:o, s:I, s:f, s:f, s:f}", "index", g, "vram_used_bytes", (json_int_t) tg->used_bytes,
+      a, json_pack("{s:i, s:I, s:o, s:I, s:f, s:f, s:f, s:o}", "index", g, "vram_used_bytes", (json_int_t) tg->used_bytes,
                    "vram_limit_bytes", limit_or_null(atomic_load(&t->limits->limit_bytes[g])), "vram_peak_bytes",
                    (json_int_t) tg->peak_bytes, "compute_share", tg->share_ppm / 1e6, "gpu_seconds",
-                   tg->gpu_ns / 1e9, "throttled_seconds", tg->throttled_ns / 1e9));
+                   tg->gpu_ns / 1e9, "throttled_seconds", tg->throttled_ns / 1e9, "violation", violation_json(tg)));
   }
   return a;
 }

@@ -36,6 +36,9 @@ static bool valid_log_level(const char *value)
 
 /* A setting: a flag, a key of the config file, and its default for root (def, what the docs
  * and the sample show) beside the default here and now (def_now, for other users). */
+static const char *const verify_modes[] = { "on", "off", NULL };          /* enum verify_mode */
+static const char *const violation_actions[] = { "none", "signal", "kill", NULL }; /* enum violation_action */
+
 #define OFF(f) offsetof(struct daemon_config, f)
 #define SETTING .flags = GS_OPT_SETTING | GS_OPT_OWNED
 static const struct gs_opt daemon_entries[] = {
@@ -57,6 +60,13 @@ static const struct gs_opt daemon_entries[] = {
   { .name = "interval", .arg = "SECONDS", .kind = GS_OPT_DOUBLE, .offset = OFF(interval), SETTING, .def = "1",
     .min = 0.1, .max = 3600, .env = "GPUSLICE_INTERVAL", .want = "a number of seconds from 0.1 to 3600",
     .help = "Seconds between samples (0.1 to 3600); each sample is one interval in the usage ledger." },
+  { .name = "verify", .arg = "on|off", .kind = GS_OPT_ENUM, .offset = OFF(verify), SETTING, .def = "on",
+    .choices = verify_modes, .env = "GPUSLICE_VERIFY",
+    .help = "Check each interval, from NVML's per-process accounting, that no tenant exceeds its limits." },
+  { .name = "violation-action", .arg = "ACTION", .kind = GS_OPT_ENUM, .offset = OFF(violation_action), SETTING,
+    .def = "none", .choices = violation_actions, .env = "GPUSLICE_VIOLATION_ACTION",
+    .help = "What a violation does to the offending processes, at every interval it lasts: none (record "
+            "it), signal (SIGTERM) or kill (SIGKILL)." },
   { .name = "admin-group", .arg = "GROUP", .kind = GS_OPT_STRING, .offset = OFF(admin_group), SETTING,
     .def = "gpuslice", .help = "Members of this group see and change every tenant, as root does." },
   { .name = "log-level", .arg = "LEVEL", .kind = GS_OPT_STRING, .offset = OFF(log_level), SETTING, .def = "info",

@@ -8,6 +8,8 @@
  *   registry.c      the tenants: registering, adopting, limits files, ending
  *   tenant-read.c   sampling a tenant's ledger (lib's reader calls), mirroring limits, its owner's end
  *   sampler.c       one sample: the node snapshot and the usage database's interval rows
+ *   verifier.c      checks NVML's per-process accounting against the limits (verify.c: the
+ *                   pure rules), records violations and acts on them
  *   usage-db.c      the usage database (SQLite; "the usage ledger" in the docs);
  *                   usage-db-schema.c its schema and migrations;
  *                   usage-db-report.c the usage report read from it
@@ -47,7 +49,13 @@ struct daemon_config {
   char *log_level;
   bool foreground;
   bool print_config;     /* --print-config: print the sample config and exit */
+  int verify;            /* enum verify_mode: check NVML's accounting against the limits */
+  int violation_action;  /* enum violation_action */
 };
+
+enum verify_mode { VERIFY_ON, VERIFY_OFF };
+/* What the daemon does to the offending processes of a violation, at every interval it lasts. */
+enum violation_action { VIOLATION_NONE, VIOLATION_SIGNAL, VIOLATION_KILL };
 
 /* Fills c from defaults, the config file, the environment and argv, in that order of
  * precedence (last wins). Returns -1 to go on, or the exit status to return now (--help,
@@ -73,6 +81,12 @@ const char *nvml_driver_version(const struct nvml *n);
 int nvml_sample(struct nvml *n, int index, struct gs_snap_gpu *g, gs_error_t *err);
 /* The number of compute processes on the GPU, or -1 when unknown. */
 int nvml_process_count(struct nvml *n, int index);
+struct verify_proc;
+/* The GPU's compute processes with their usedGpuMemory into out (room for cap; tenant -1,
+ * sm_pct 0). Returns how many, or -1 when NVML cannot say (or there are more than cap). */
+int nvml_processes(struct nvml *n, int index, struct verify_proc *out, int cap);
+/* Fills the sm_pct of p[] from NVML's per-process utilization since the last call. */
+void nvml_process_util(struct nvml *n, int index, struct verify_proc *p, int np);
 
 /* ---- tenants (registry.c, tenant-read.c) ---- */
 
@@ -81,6 +95,12 @@ struct tenant_gpu {
   uint64_t used_bytes, peak_bytes, gpu_ns, throttled_ns;
   uint32_t share_ppm;
   uint64_t last_gpu_ns, last_throttled_ns; /* at the previous interval row */
+  /* What NVML says, from the verifier (verifier.c): the tenant's processes' usedGpuMemory and
+   * smUtil summed, what exceeds the limits (0: no violation now), and the violations counted
+   * since the daemon started (one per start of an excess). */
+  uint64_t nvml_bytes, vram_over_bytes;
+  uint32_t nvml_ppm, compute_over_ppm;
+  uint64_t vram_violations, compute_violations;
 };
 
 struct tenant {
@@ -192,6 +212,17 @@ int usage_db_tenant(struct usage_db *db, struct tenant *t, gs_error_t *err);
 /* Writes one interval [start, end] for every tenant, in one transaction. */
 int usage_db_interval(struct usage_db *db, struct tenant **v, int n, int ngpus, const uint64_t *gpu_totals,
                        double end, gs_error_t *err);
+/* One violation, as the verifier found it (a row of the violations table). */
+struct usage_violation {
+  int gpu;
+  const char *kind;          /* "vram" (bytes) or "compute" (millionths of the GPU's time) */
+  double at;                 /* unix seconds */
+  uint64_t measured, limit, over;
+  const char *action;        /* "none", "signal", "kill" */
+  const char *pids;          /* the offending processes, comma-separated */
+};
+int usage_db_violation(struct usage_db *db, const struct tenant *t, const struct usage_violation *v,
+                       gs_error_t *err);
 /* Marks ended every tenant row left open by an earlier run that is not in the registry. */
 int usage_db_close_orphans(struct usage_db *db, const struct registry *r, gs_error_t *err);
 int usage_db_tenant_end(struct usage_db *db, const struct tenant *t, double end, gs_error_t *err);
@@ -244,6 +275,13 @@ struct daemon {
   int state_lock;   /* the fd holding <state dir>/daemon.lock, -1 before */
   ino_t socket_ino; /* the socket file the API server listens on */
   bool state_lost;  /* the state dir or socket is gone and could not be made again (logged) */
+  struct verify_proc *vprocs;       /* the verifier's buffers, kept between samples */
+  struct verify_root *vroots;
+  int vroots_cap;
+  struct verify_known *vknown;      /* verdicts from the ledgers' slots, valid while vknown_sig holds */
+  int nknown;
+  uint64_t vknown_sig;
+  uint64_t verify_ns_total;         /* time the verifier took, all in all */
 };
 
 double daemon_now_unix(void);
@@ -260,6 +298,12 @@ int sampler_run(struct daemon *d);
 void sampler_release(struct daemon *d);
 /* Ends a tenant: a last interval row, its end in the usage ledger, then out of the registry. */
 void sampler_end_tenant(struct daemon *d, struct tenant *t, int exit_status);
+
+/* verifier.c */
+/* Checks NVML's per-process accounting against every tenant's limits: violations into the
+ * tenants' gpu[], the log, the usage ledger, and the configured action. */
+void verifier_run(struct daemon *d);
+void verifier_release(struct daemon *d);
 
 /* api-http.c */
 int api_http_start(struct daemon *d, gs_error_t *err);

@@ -6,7 +6,9 @@
  *
  * Functions are resolved once into a table (abi/gs-nvml.h declares them). The process list
  * comes from the newest nvmlDeviceGetComputeRunningProcesses the library exports, each
- * version with its own struct layout: v1 fills 16-byte entries, v2 and v3 24-byte ones. */
+ * version with its own struct layout: v1 fills 16-byte entries, v2 and v3 24-byte ones. The
+ * verifier (verifier.c) reads the list itself, each process's usedGpuMemory, and the
+ * per-process utilization since the last sample. */
 #include "daemon.h"
 
 #include <dlfcn.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "gs-nvml.h"
+#include "verify.h"
 
 struct nvml_fns {
   nvmlReturn_t (*init)(void);
@@ -36,6 +39,7 @@ struct nvml_fns {
   nvmlReturn_t (*procs_v3)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
   nvmlReturn_t (*procs_v2)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v2_t *);
   nvmlReturn_t (*procs_v1)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v1_t *);
+  nvmlReturn_t (*proc_util)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *, unsigned long long);
 };
 
 struct nvml {
@@ -44,6 +48,7 @@ struct nvml {
   unsigned count;
   char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
   nvmlDevice_t dev[GS_LEDGER_MAX_GPUS];
+  unsigned long long util_seen[GS_LEDGER_MAX_GPUS]; /* the last process-utilization sample's time */
 };
 
 #define NVML_REQUIRED 15
@@ -69,6 +74,7 @@ static const struct sym {
   { offsetof(struct nvml_fns, procs_v3), "nvmlDeviceGetComputeRunningProcesses_v3" },
   { offsetof(struct nvml_fns, procs_v2), "nvmlDeviceGetComputeRunningProcesses_v2" },
   { offsetof(struct nvml_fns, procs_v1), "nvmlDeviceGetComputeRunningProcesses" },
+  { offsetof(struct nvml_fns, proc_util), "nvmlDeviceGetProcessUtilization" },
 };
 _Static_assert(sizeof(syms) / sizeof(syms[0]) == sizeof(struct nvml_fns) / sizeof(void (*)(void)),
                "one symbol per table entry");
@@ -224,4 +230,80 @@ int nvml_process_count(struct nvml *n, int index)
   else
     return -1;
   return r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE ? (int) count : -1;
+}
+
+/* One call of the newest process-list entry point into infos (room for *count). The v2 and
+ * v3 entries share a layout; v1's are narrower and copied over. */
+static nvmlReturn_t procs_call(struct nvml *n, nvmlDevice_t dev, unsigned *count, nvmlProcessInfo_v2_t *infos)
+{
+  if (n->fn.procs_v3)
+    return n->fn.procs_v3(dev, count, infos);
+  if (n->fn.procs_v2)
+    return n->fn.procs_v2(dev, count, infos);
+  _cleanup_free_ nvmlProcessInfo_v1_t *v1 = xcalloc(*count ? *count : 1, sizeof(*v1));
+  nvmlReturn_t r = n->fn.procs_v1(dev, count, v1);
+  for (unsigned i = 0; r == NVML_SUCCESS && i < *count; i++)
+    infos[i] = (nvmlProcessInfo_v2_t) { .pid = v1[i].pid, .usedGpuMemory = v1[i].usedGpuMemory };
+  return r;
+}
+
+int nvml_processes(struct nvml *n, int index, struct verify_proc *out, int cap)
+{
+  if (!n->fn.procs_v3 && !n->fn.procs_v2 && !n->fn.procs_v1)
+    return -1;
+  _cleanup_free_ nvmlProcessInfo_v2_t *infos = xcalloc((size_t) cap, sizeof(*infos));
+  unsigned count = (unsigned) cap;
+  if (procs_call(n, n->dev[index], &count, infos) != NVML_SUCCESS)
+    return -1;
+  for (unsigned i = 0; i < count; i++)
+    /* NVML_VALUE_NOT_AVAILABLE (all ones) when the driver cannot say: counted as nothing. */
+    out[i] = (struct verify_proc) { .pid = (pid_t) infos[i].pid, .tenant = -1,
+                                    .vram_bytes = infos[i].usedGpuMemory == ~0ULL ? 0 : infos[i].usedGpuMemory };
+  return (int) count;
+}
+
+/* The process's entry in p[], or NULL. */
+static struct verify_proc *proc_find(struct verify_proc *p, int n, pid_t pid)
+{
+  for (int i = 0; i < n; i++)
+    if (p[i].pid == pid)
+      return &p[i];
+  return NULL;
+}
+
+/* The samples NVML holds since the last call: asked for the count first, as NVML wants.
+ * Returns how many are in *out (free it), 0 when none or on error. */
+static unsigned util_samples(struct nvml *n, int index, nvmlProcessUtilizationSample_t **out)
+{
+  unsigned count = 0;
+  *out = NULL;
+  if (n->fn.proc_util(n->dev[index], NULL, &count, n->util_seen[index]) != NVML_ERROR_INSUFFICIENT_SIZE || !count)
+    return 0;
+  count += 16; /* room for processes that start between the two calls */
+  *out = xcalloc(count, sizeof(**out));
+  if (n->fn.proc_util(n->dev[index], *out, &count, n->util_seen[index]) != NVML_SUCCESS)
+    return 0;
+  return count;
+}
+
+void nvml_process_util(struct nvml *n, int index, struct verify_proc *p, int np)
+{
+  if (!n->fn.proc_util || np == 0)
+    return;
+  _cleanup_free_ nvmlProcessUtilizationSample_t *s = NULL;
+  unsigned count = util_samples(n, index, &s);
+  _cleanup_free_ unsigned *samples = xcalloc((size_t) np, sizeof(*samples));
+  _cleanup_free_ unsigned *sum = xcalloc((size_t) np, sizeof(*sum));
+  /* A process with several samples in the window gets their mean. */
+  for (unsigned i = 0; i < count; i++) {
+    struct verify_proc *v = proc_find(p, np, (pid_t) s[i].pid);
+    if (v) {
+      sum[v - p] += s[i].smUtil > 100 ? 100 : s[i].smUtil;
+      samples[v - p]++;
+    }
+    if (s[i].timeStamp > n->util_seen[index])
+      n->util_seen[index] = s[i].timeStamp;
+  }
+  for (int i = 0; i < np; i++)
+    p[i].sm_pct = samples[i] ? sum[i] / samples[i] : 0;
 }

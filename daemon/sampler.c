@@ -1,7 +1,7 @@
 /* One sample, every interval: read every GPU through NVML and every tenant's ledger, adopt
  * tenants nobody registered, rebuild the node snapshot (include/gpuslice/snapshot.h) that the API and
- * /metrics serve, write the interval to the usage ledger in one transaction, and end the
- * tenants whose owner has gone. */
+ * /metrics serve, check NVML's accounting against the limits (verifier.c), write the interval
+ * to the usage ledger in one transaction, and end the tenants whose owner has gone. */
 #include "daemon.h"
 
 #include <malloc.h>
@@ -13,7 +13,8 @@
 static bool touched(const struct tenant *t, int g)
 {
   const struct tenant_gpu *tg = &t->gpu[g];
-  return tg->used_bytes || tg->peak_bytes || tg->gpu_ns;
+  return tg->used_bytes || tg->peak_bytes || tg->gpu_ns || tg->nvml_bytes || tg->vram_violations ||
+         tg->compute_violations;
 }
 
 /* A tenant that has touched no GPU yet gets one row, for the GPU it is limited on or GPU 0. */
@@ -66,6 +67,10 @@ static void snap_row(struct gs_snap_tenant *row, const struct tenant *t, int g)
   row->priority = (int) atomic_load(&t->limits->compute.priority);
   row->gpu_ns = tg->gpu_ns;
   row->throttled_ns = tg->throttled_ns;
+  row->vram_over_bytes = tg->vram_over_bytes;
+  row->compute_over = tg->compute_over_ppm / 1e6;
+  row->vram_violations = tg->vram_violations;
+  row->compute_violations = tg->compute_violations;
 }
 
 static void snap_tenants(struct daemon *d)
@@ -150,6 +155,7 @@ int sampler_run(struct daemon *d)
   d->health.nvml_seconds_total += daemon_now_mono() - t0;
   sampler_adopt(d);
   registry_sample(&d->reg);
+  verifier_run(d);
   double now = daemon_now_unix();
   if (usage_db_interval(d->db, d->reg.v, d->reg.n, d->snap.ngpus, d->gpu_totals, now, &err) < 0) {
     GS_LOG(GS_LOG_ERROR, "%s", err->msg);
@@ -176,5 +182,6 @@ void sampler_release(struct daemon *d)
 {
   free(d->snap.gpus);
   free(d->snap.tenants);
+  verifier_release(d);
   memset(&d->snap, 0, sizeof(d->snap));
 }

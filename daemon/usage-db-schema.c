@@ -54,6 +54,18 @@ static const struct migration migrations[] = {
     "ALTER TABLE intervals ADD COLUMN priority TEXT;" },
   { 3, "GPU-seconds allocated per interval, for cost attribution",
     "ALTER TABLE intervals ADD COLUMN allocated_gpu_seconds REAL NOT NULL DEFAULT 0;" },
+  { 4, "violations the verifier found in NVML's accounting",
+    "CREATE TABLE violations ("
+    "  tenant_id INTEGER NOT NULL REFERENCES tenants(id),"
+    "  gpu INTEGER NOT NULL,"
+    "  kind TEXT NOT NULL,"
+    "  at REAL NOT NULL,"
+    "  measured INTEGER NOT NULL,"
+    "  limit_value INTEGER NOT NULL,"
+    "  over INTEGER NOT NULL,"
+    "  action TEXT NOT NULL,"
+    "  pids TEXT NOT NULL);"
+    "CREATE INDEX violations_by_tenant ON violations(tenant_id, at);" },
 };
 #define SCHEMA_VERSION ((int) (sizeof(migrations) / sizeof(migrations[0])))
 

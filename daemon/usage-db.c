@@ -326,6 +326,17 @@ int usage_db_served(struct usage_db *db, const struct tenant *t, uint64_t reques
   return exec_bound(db, "UPDATE tenants SET served_requests = served_requests + ? WHERE id = ?", "ii", vals, err);
 }
 
+int usage_db_violation(struct usage_db *db, const struct tenant *t, const struct usage_violation *v,
+                       gs_error_t *err)
+{
+  int64_t gpu = v->gpu, measured = (int64_t) v->measured, limit = (int64_t) v->limit, over = (int64_t) v->over;
+  const void *vals[] = { &t->db_id, &gpu, v->kind, &v->at, &measured, &limit, &over, v->action, v->pids };
+  return exec_bound(db,
+                    "INSERT INTO violations(tenant_id, gpu, kind, at, measured, limit_value, over, action, pids) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "iisdiiiss", vals, err);
+}
+
 static bool registered(const struct registry *r, int64_t id)
 {
   for (int i = 0; i < r->n; i++)

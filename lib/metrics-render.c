@@ -306,7 +306,10 @@ static void render_gpus(struct mbuf *b, const struct gs_snapshot *s, const struc
   }
 }
 
-enum tenant_field { TF_VRAM_USED, TF_VRAM_LIMIT, TF_SHARE, TF_LIMIT, TF_GPU_S, TF_THROTTLED_S };
+enum tenant_field {
+  TF_VRAM_USED, TF_VRAM_LIMIT, TF_SHARE, TF_LIMIT, TF_GPU_S, TF_THROTTLED_S,
+  TF_VIOL_BYTES, TF_VIOL_COMPUTE, TF_VIOL_VRAM_N, TF_VIOL_COMPUTE_N,
+};
 
 static const struct {
   enum tenant_field field;
@@ -325,6 +328,15 @@ static const struct {
     "Device time the tenant's work ran on this GPU, in seconds." },
   { TF_THROTTLED_S, "gpuslice_tenant_throttled_seconds_total", "counter",
     "Time the tenant waited at its compute limit on this GPU, in seconds." },
+  { TF_VIOL_BYTES, "gpuslice_tenant_violation_bytes", "gauge",
+    "Device memory NVML counts for the tenant's processes over its limit on this GPU, in bytes "
+    "(0 when within it)." },
+  { TF_VIOL_COMPUTE, "gpuslice_tenant_violation_compute_share", "gauge",
+    "Share of this GPU's time NVML counts for the tenant over its compute limit (0 when within it)." },
+  { TF_VIOL_VRAM_N, "gpuslice_tenant_vram_violations_total", "counter",
+    "Device memory violations the daemon found on this GPU, one per start of an excess." },
+  { TF_VIOL_COMPUTE_N, "gpuslice_tenant_compute_violations_total", "counter",
+    "Compute violations the daemon found on this GPU, one per start of an excess." },
 };
 
 /* Writes the value of field f for t, or returns false when the row is left out. */
@@ -345,6 +357,10 @@ static bool tenant_value(struct mbuf *b, const struct gs_snap_tenant *t, enum te
     break;
   case TF_GPU_S: mbuf_ns_as_s(b, t->gpu_ns); break;
   case TF_THROTTLED_S: mbuf_ns_as_s(b, t->throttled_ns); break;
+  case TF_VIOL_BYTES: mbuf_u64(b, t->vram_over_bytes); break;
+  case TF_VIOL_COMPUTE: mbuf_double(b, t->compute_over); break;
+  case TF_VIOL_VRAM_N: mbuf_u64(b, t->vram_violations); break;
+  case TF_VIOL_COMPUTE_N: mbuf_u64(b, t->compute_violations); break;
   }
   return true;
 }

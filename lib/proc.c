@@ -7,8 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Reads the state (field 3) and start time (field 22) of /proc/<pid>/stat. 0, or -1 if gone. */
-static int read_stat(pid_t pid, char *state, uint64_t *start)
+/* Reads the state (field 3), parent (field 4) and start time (field 22) of /proc/<pid>/stat.
+ * 0, or -1 if gone. */
+static int read_stat_all(pid_t pid, char *state, pid_t *ppid, uint64_t *start)
 {
   char path[64], buf[1024];
   snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
@@ -26,6 +27,7 @@ static int read_stat(pid_t pid, char *state, uint64_t *start)
     return -1;
   *state = p[2];
   p += 2;
+  *ppid = (pid_t) strtol(p + 1, NULL, 10);
   for (int field = 3; field < 22; field++) {
     p = strchr(p, ' ');
     if (!p)
@@ -33,6 +35,20 @@ static int read_stat(pid_t pid, char *state, uint64_t *start)
     p++;
   }
   *start = strtoull(p, NULL, 10);
+  return 0;
+}
+
+static int read_stat(pid_t pid, char *state, uint64_t *start)
+{
+  pid_t ppid;
+  return read_stat_all(pid, state, &ppid, start);
+}
+
+int gs_proc_parent(pid_t pid, pid_t *ppid, uint64_t *start_time)
+{
+  char state;
+  if (read_stat_all(pid, &state, ppid, start_time) < 0 || state == 'Z' || state == 'X')
+    return -1;
   return 0;
 }
 

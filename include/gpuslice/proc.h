@@ -13,5 +13,8 @@ uint64_t gs_proc_start_time(pid_t pid);
 /* True when (pid, start_time) names a process that is still running. A zombie is not
  * running: it has already lost its address space, and with it its GPU contexts. */
 bool gs_proc_alive(pid_t pid, uint64_t start_time);
+/* The parent and start time of a running process, from one read of /proc/<pid>/stat.
+ * 0, or -1 when it is gone or a zombie. */
+int gs_proc_parent(pid_t pid, pid_t *ppid, uint64_t *start_time);
 
 #endif

@@ -48,6 +48,11 @@ struct gs_snap_tenant {
   int priority;                     /* enum gs_priority */
   uint64_t gpu_ns;                  /* device time used, cumulative */
   uint64_t throttled_ns;            /* time spent waiting at the compute gate, cumulative */
+  /* Checked from outside, by NVML's per-process accounting (the daemon's verifier). */
+  uint64_t vram_over_bytes;         /* device memory over the limit now; 0: none */
+  double compute_over;              /* share of the GPU's time over the compute limit now; 0: none */
+  uint64_t vram_violations;         /* violations counted, cumulative */
+  uint64_t compute_violations;
 };
 
 /* One row per (tenant, GPU) the tenant uses. */

@@ -29,7 +29,8 @@ def test_ps_table_has_one_row_per_tenant_and_gpu(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["TENANT", "USER", "PID", "STATE", "GPU", "VRAM", "VRAM-LIMIT", "PEAK",
-                                "COMPUTE", "COMPUTE-LIMIT", "GPU-TIME", "THROTTLED", "LABELS"]
+                                "COMPUTE", "COMPUTE-LIMIT", "GPU-TIME", "THROTTLED", "VIOLATION",
+                                "LABELS"]
     assert len(lines) == 1 + 1 + 2 + 1
     alpha = lines[1]
     for cell in ["alpha", "alice", "4242", "running", "3.0 GiB", "8.0 GiB", "5.0 GiB", "37.5%",

@@ -313,6 +313,40 @@ static void test_read_fd_sees_changes_through_one_descriptor(void **state)
   gs_ledger_remove(dir, "kept", NULL);
 }
 
+static void test_read_procs_lists_the_live_slots(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("slots", 1000);
+  gs_error_t err = NULL;
+  uint64_t start = gs_proc_start_time(getpid());
+  struct gs_ledger_proc *mine = gs_ledger_claim(l, getpid(), start);
+  struct gs_ledger_proc *gone = gs_ledger_claim(l, getpid() + 100000, 5);
+  assert_non_null(mine);
+  assert_non_null(gone);
+  gs_ledger_unclaim(l, gone);
+  int fd = gs_ledger_read_open(dir, "slots", &err);
+  assert_true(fd >= 0);
+  struct gs_ledger_pid out[4];
+  assert_int_equal(gs_ledger_read_procs(fd, out, 4, &err), 1);
+  assert_int_equal(out[0].pid, getpid());
+  assert_int_equal(out[0].start_time, start);
+  assert_int_equal(gs_ledger_read_procs(fd, out, 0, &err), 0);
+  close(fd);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "slots", NULL);
+}
+
+static void test_proc_parent_reads_the_parent_and_start_time(void **state)
+{
+  (void) state;
+  pid_t ppid = 0;
+  uint64_t start = 0;
+  assert_int_equal(gs_proc_parent(getpid(), &ppid, &start), 0);
+  assert_int_equal(ppid, getppid());
+  assert_int_equal(start, gs_proc_start_time(getpid()));
+  assert_int_equal(gs_proc_parent(-1, &ppid, &start), -1);
+}
+
 /* The daemon's limits, mirrored for processes that read the ledger's own fields. */
 static void test_write_limits_reaches_the_same_instance_only(void **state)
 {
@@ -352,6 +386,8 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_reserve_stops_exactly_at_the_limit),
+    cmocka_unit_test(test_read_procs_lists_the_live_slots),
+    cmocka_unit_test(test_proc_parent_reads_the_parent_and_start_time),
     cmocka_unit_test(test_sixteen_processes_never_exceed_the_quota),
     cmocka_unit_test(test_killed_process_memory_returns_to_the_tenant),
     cmocka_unit_test(test_reclaim_by_the_same_process_drops_its_old_slot),

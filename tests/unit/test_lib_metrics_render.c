@@ -131,6 +131,10 @@ static void test_tenant_series_exact_text(void **state)
   t.compute_limit = 0.4;
   t.gpu_ns = 12500000001ull;
   t.throttled_ns = 500000000ull;
+  t.vram_over_bytes = 1u << 29;
+  t.compute_over = 0.25;
+  t.vram_violations = 2;
+  t.compute_violations = 1;
   struct gs_snapshot s = snapshot(&g, 1, &t, 1);
   char *out = render(&s, NULL);
   char *tenant_part = strstr(out, "# HELP gpuslice_tenant_vram_used_bytes");
@@ -159,7 +163,23 @@ static void test_tenant_series_exact_text(void **state)
       "# HELP gpuslice_tenant_throttled_seconds_total Time the tenant waited at its compute "
       "limit on this GPU, in seconds.\n"
       "# TYPE gpuslice_tenant_throttled_seconds_total counter\n"
-      "gpuslice_tenant_throttled_seconds_total{" T_LABELS ",label_team=\"vision\"} 0.5\n";
+      "gpuslice_tenant_throttled_seconds_total{" T_LABELS ",label_team=\"vision\"} 0.5\n"
+      "# HELP gpuslice_tenant_violation_bytes Device memory NVML counts for the tenant's processes "
+      "over its limit on this GPU, in bytes (0 when within it).\n"
+      "# TYPE gpuslice_tenant_violation_bytes gauge\n"
+      "gpuslice_tenant_violation_bytes{" T_LABELS ",label_team=\"vision\"} 536870912\n"
+      "# HELP gpuslice_tenant_violation_compute_share Share of this GPU's time NVML counts for the "
+      "tenant over its compute limit (0 when within it).\n"
+      "# TYPE gpuslice_tenant_violation_compute_share gauge\n"
+      "gpuslice_tenant_violation_compute_share{" T_LABELS ",label_team=\"vision\"} 0.25\n"
+      "# HELP gpuslice_tenant_vram_violations_total Device memory violations the daemon found on "
+      "this GPU, one per start of an excess.\n"
+      "# TYPE gpuslice_tenant_vram_violations_total counter\n"
+      "gpuslice_tenant_vram_violations_total{" T_LABELS ",label_team=\"vision\"} 2\n"
+      "# HELP gpuslice_tenant_compute_violations_total Compute violations the daemon found on this "
+      "GPU, one per start of an excess.\n"
+      "# TYPE gpuslice_tenant_compute_violations_total counter\n"
+      "gpuslice_tenant_compute_violations_total{" T_LABELS ",label_team=\"vision\"} 1\n";
   assert_string_equal(tenant_part, expected);
   free(out);
 }
@@ -364,8 +384,8 @@ static void test_many_rows_render_completely(void **state)
   size_t lines = 0;
   for (char *p = out; *p; p++)
     lines += *p == '\n';
-  /* 7 GPU series + 6 tenant series, each with HELP and TYPE. */
-  assert_int_equal(lines, 7 * (2 + NG) + 6 * (2 + NT));
+  /* 7 GPU series + 10 tenant series, each with HELP and TYPE. */
+  assert_int_equal(lines, 7 * (2 + NG) + 10 * (2 + NT));
   assert_non_null(strstr(out, "tenant=\"tenant-255\",gpu=\"7\""));
   free(out);
   free(g);
