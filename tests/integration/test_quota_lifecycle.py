@@ -58,6 +58,19 @@ def test_grandchildren_of_a_forking_driver_share_the_tenant(env):
     assert lines[2]["released"] == 0
 
 
+def ledger_is_whole(path):
+    """Whether the ledger file at path exists with its magic written (the creator's last step)."""
+    import struct
+
+    from compute_util import LEDGER_MAGIC
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except FileNotFoundError:
+        return False
+    return len(head) == 8 and struct.unpack("<Q", head)[0] == LEDGER_MAGIC
+
+
 def test_normal_exit_gives_memory_back_at_once(tmp_path):
     """A process that exits without freeing gives its memory back as it exits, not when a
     reaper notices. `gpuslice run`'s reaper is stopped (SIGSTOP) for the test, and reading
@@ -74,11 +87,13 @@ def test_normal_exit_gives_memory_back_at_once(tmp_path):
                              env=env)
     try:
         ledger = state_dir(env) / "tenants" / "exit"
-        for _ in range(200):
-            if ledger.exists():
+        # Stop run only once its ledger is whole: the file exists a moment before its magic,
+        # written last, and a tenant process attaching in between would be refused.
+        for _ in range(500):
+            if ledger_is_whole(ledger):
                 break
             time.sleep(0.01)
-        assert ledger.exists()
+        assert ledger_is_whole(ledger)
         os.kill(owner.pid, signal.SIGSTOP)
         tenant = dict(env, GPUSLICE_TENANT="exit", LD_PRELOAD=str(PRELOAD),
                       ASAN_OPTIONS="verify_asan_link_order=0")
