@@ -36,7 +36,8 @@ static int bad(const char *opt, const char *val, const char *why)
   return -1;
 }
 
-static int parse_count(const char *opt, const char *s, unsigned long long max, unsigned long long *out)
+static int parse_count(const char *opt, const char *s, unsigned long long max,
+                       unsigned long long *out)
 {
   char *end;
   errno = 0;
@@ -79,10 +80,14 @@ static void quick(struct bench_opts *o)
 static int parse_options(int argc, char **argv, struct bench_opts *o)
 {
   static const struct option opts[] = {
-    { "rounds", required_argument, NULL, 'r' },   { "launch-batch", required_argument, NULL, 'l' },
-    { "pair-batch", required_argument, NULL, 'p' }, { "bytes", required_argument, NULL, 'b' },
-    { "live", required_argument, NULL, 'L' },     { "quick", no_argument, NULL, 'q' },
-    { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+    { "rounds", required_argument, NULL, 'r' },
+    { "launch-batch", required_argument, NULL, 'l' },
+    { "pair-batch", required_argument, NULL, 'p' },
+    { "bytes", required_argument, NULL, 'b' },
+    { "live", required_argument, NULL, 'L' },
+    { "quick", no_argument, NULL, 'q' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
   };
   unsigned long long v = 0;
   int c, rc = 0;
@@ -104,17 +109,10 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
       rc = parse_count("--bytes", optarg, 1ull << 40, &v);
       o->alloc_bytes = (size_t) v;
       break;
-    case 'L':
-      rc = parse_live(optarg, o);
-      break;
-    case 'q':
-      quick(o);
-      break;
-    case 'h':
-      fputs(usage, stdout);
-      return 0;
-    default:
-      return 2;
+    case 'L': rc = parse_live(optarg, o); break;
+    case 'q': quick(o); break;
+    case 'h': fputs(usage, stdout); return 0;
+    default: return 2;
     }
   }
   if (rc < 0)
@@ -128,8 +126,8 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 
 static void print_result(const struct bench_result *r, bool last)
 {
-  printf("    {\"op\": \"%s\", \"calls_per_sample\": %u, \"mappings\": %ld, \"samples_ns\": [", r->op,
-         r->calls_per_sample, r->vmas);
+  printf("    {\"op\": \"%s\", \"calls_per_sample\": %u, \"mappings\": %ld, \"samples_ns\": [",
+         r->op, r->calls_per_sample, r->vmas);
   for (unsigned i = 0; i < r->nsamples; i++)
     printf("%s%.2f", i ? ", " : "", r->ns[i]);
   printf("]}%s\n", last ? "" : ",");
@@ -156,8 +154,12 @@ static int run_all(const struct bench_opts *o, struct bench_result *res, unsigne
 
 int main(int argc, char **argv)
 {
-  struct bench_opts o = { .rounds = 30, .launch_batch = 1000, .pair_batch = 200, .alloc_bytes = 4096,
-                          .live = { 10, 1000, 100000 }, .nlive = 3 };
+  struct bench_opts o = { .rounds = 30,
+                          .launch_batch = 1000,
+                          .pair_batch = 200,
+                          .alloc_bytes = 4096,
+                          .live = { 10, 1000, 100000 },
+                          .nlive = 3 };
   struct bench_result res[2 + sizeof(o.live) / sizeof(o.live[0])] = { 0 };
   unsigned n = 0;
   int status = parse_options(argc, argv, &o);

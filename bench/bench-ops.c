@@ -103,8 +103,8 @@ static int result_init(struct bench_result *r, const char *op, unsigned calls, u
   return 0;
 }
 
-typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                              CUstream, void **, void **);
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void **, void **);
 
 /* A zero-length sim_busy kernel: the simulated device books an empty interval, so the stream
  * never fills its 1024-launch push buffer and no launch ever waits. A real GPU runs a
@@ -147,10 +147,12 @@ int bench_launch_procaddr(const struct bench_opts *o, struct bench_result *r)
 {
   void *pfn = NULL;
   CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
-  BENCH_TRY(cuGetProcAddress_v2("cuLaunchKernel", &pfn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status),
-            "cuGetProcAddress_v2 cuLaunchKernel");
+  BENCH_TRY(
+    cuGetProcAddress_v2("cuLaunchKernel", &pfn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status),
+    "cuGetProcAddress_v2 cuLaunchKernel");
   if (!pfn || status != CU_GET_PROC_ADDRESS_SUCCESS) {
-    fprintf(stderr, "gs-bench-interposer: cuGetProcAddress_v2 cuLaunchKernel: status %d\n", (int) status);
+    fprintf(stderr, "gs-bench-interposer: cuGetProcAddress_v2 cuLaunchKernel: status %d\n",
+            (int) status);
     return -1;
   }
   if (result_init(r, "launch_procaddr", o->launch_batch, o->rounds) < 0)
@@ -201,8 +203,8 @@ int bench_alloc_free(const struct bench_opts *o, size_t live, struct bench_resul
   for (size_t i = 0; i < live; i++) {
     CUresult rc = cuMemAlloc_v2(&held[i], o->alloc_bytes);
     if (rc != CUDA_SUCCESS) {
-      snprintf(what, sizeof(what), "cuMemAlloc_v2 of live allocation %zu of %zu (%zu bytes each)", i + 1, live,
-               o->alloc_bytes);
+      snprintf(what, sizeof(what), "cuMemAlloc_v2 of live allocation %zu of %zu (%zu bytes each)",
+               i + 1, live, o->alloc_bytes);
       free_live(held, i);
       return bench_cu_fail(what, rc);
     }

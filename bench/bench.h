@@ -46,10 +46,10 @@ int bench_alloc_free(const struct bench_opts *o, size_t live, struct bench_resul
 /* Prints "gs-bench-interposer: <what>: <CUresult name> (<code>)" and returns -1. */
 int bench_cu_fail(const char *what, CUresult rc);
 
-#define BENCH_TRY(call, what)          \
-  do {                                 \
-    CUresult bench_rc_ = (call);       \
-    if (bench_rc_ != CUDA_SUCCESS)     \
+#define BENCH_TRY(call, what)                \
+  do {                                       \
+    CUresult bench_rc_ = (call);             \
+    if (bench_rc_ != CUDA_SUCCESS)           \
       return bench_cu_fail(what, bench_rc_); \
   } while (0)
 

@@ -84,9 +84,15 @@ static int setup(void)
     return -1;
   bench_gpu_handles(&L.stream, &L.busy);
   L.params[0] = &L.zero;
-  L.cfg = (CUlaunchConfig) { .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 1, .blockDimY = 1,
-                             .blockDimZ = 1, .hStream = L.stream };
-  BENCH_TRY(cuStreamBeginCapture_v2(L.stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture_v2");
+  L.cfg = (CUlaunchConfig){ .gridDimX = 1,
+                            .gridDimY = 1,
+                            .gridDimZ = 1,
+                            .blockDimX = 1,
+                            .blockDimY = 1,
+                            .blockDimZ = 1,
+                            .hStream = L.stream };
+  BENCH_TRY(cuStreamBeginCapture_v2(L.stream, CU_STREAM_CAPTURE_MODE_GLOBAL),
+            "cuStreamBeginCapture_v2");
   CUresult rc = launch_plain();
   CUresult end = cuStreamEndCapture(L.stream, &L.graph);
   BENCH_TRY(rc, "cuLaunchKernel (capturing)");
@@ -105,7 +111,8 @@ static void teardown(void)
 }
 
 /* Fills ns[0..rounds) with the mean ns per launch of each timed batch, after warm-up batches. */
-static int samples(CUresult (*launch)(void), const char *op, unsigned rounds, unsigned batch, double *ns)
+static int samples(CUresult (*launch)(void), const char *op, unsigned rounds, unsigned batch,
+                   double *ns)
 {
   unsigned warm = rounds / 10 + 2;
   for (unsigned round = 0; round < warm + rounds; round++) {

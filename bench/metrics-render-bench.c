@@ -48,7 +48,9 @@ static void fill_gpu(struct gs_snap_gpu *g, int i)
 
 static void fill_tenant(struct gs_snap_tenant *t, int n, int gpu, int nlabels)
 {
-  static const char *keys[] = { "team", "model", "env", "experiment", "cost-center", "owner.email" };
+  static const char *keys[] = {
+    "team", "model", "env", "experiment", "cost-center", "owner.email"
+  };
   snprintf(t->name, sizeof(t->name), "tenant-%04d", n);
   t->gpu = gpu;
   t->nlabels = nlabels < GS_SNAP_LABELS_MAX ? nlabels : GS_SNAP_LABELS_MAX;
@@ -172,8 +174,11 @@ static void bench(const struct opts *o, const struct gs_snapshot *s,
 static int run(const struct opts *o)
 {
   struct gs_snapshot s = make_snapshot(o);
-  struct gs_metrics_health h = { .uptime_s = 100, .samples_total = 100, .tenants = o->tenants,
-                                 .gpus = o->gpus, .last_sample_duration_s = 0.002 };
+  struct gs_metrics_health h = { .uptime_s = 100,
+                                 .samples_total = 100,
+                                 .tenants = o->tenants,
+                                 .gpus = o->gpus,
+                                 .last_sample_duration_s = 0.002 };
   if (o->dump) {
     size_t len = 0;
     char *out = render_or_die(&s, &h, &len);
@@ -190,10 +195,13 @@ static int run(const struct opts *o)
 static int parse(int argc, char **argv, struct opts *o)
 {
   static const struct option lo[] = {
-    { "gpus", required_argument, NULL, 'g' },     { "tenants", required_argument, NULL, 't' },
+    { "gpus", required_argument, NULL, 'g' },
+    { "tenants", required_argument, NULL, 't' },
     { "gpus-per-tenant", required_argument, NULL, 'k' },
-    { "labels", required_argument, NULL, 'l' },   { "iters", required_argument, NULL, 'n' },
-    { "dump", no_argument, NULL, 'd' },           { NULL, 0, NULL, 0 },
+    { "labels", required_argument, NULL, 'l' },
+    { "iters", required_argument, NULL, 'n' },
+    { "dump", no_argument, NULL, 'd' },
+    { NULL, 0, NULL, 0 },
   };
   int c;
   while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -217,8 +225,9 @@ int main(int argc, char **argv)
 {
   struct opts o = { .gpus = 8, .tenants = 256, .per_tenant = 1, .labels = 4, .iters = 200 };
   if (parse(argc, argv, &o) < 0) {
-    fprintf(stderr, "usage: gs-bench-metrics [--gpus G] [--tenants T] [--gpus-per-tenant K] "
-                    "[--labels L] [--iters N] [--dump]\n");
+    fprintf(stderr,
+            "usage: gs-bench-metrics [--gpus G] [--tenants T] [--gpus-per-tenant K] "
+            "[--labels L] [--iters N] [--dump]\n");
     return 2;
   }
   return run(&o);

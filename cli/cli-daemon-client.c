@@ -119,7 +119,7 @@ static void setup_request(struct daemon_client *c, const char *method, const cha
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
                    c->timeout_ms < CLIENT_CONNECT_TIMEOUT_MS ? c->timeout_ms
-                                                              : CLIENT_CONNECT_TIMEOUT_MS);
+                                                             : CLIENT_CONNECT_TIMEOUT_MS);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_reply_data);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
@@ -138,8 +138,8 @@ static void setup_request(struct daemon_client *c, const char *method, const cha
 /* Was there nobody to talk to (as opposed to a daemon that failed mid-answer)? */
 static bool is_no_answer(CURLcode rc)
 {
-  return rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT ||
-         rc == CURLE_GOT_NOTHING || rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR;
+  return rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_GOT_NOTHING ||
+    rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR;
 }
 
 static int transfer_error(struct daemon_client *c, CURLcode rc, const struct reply_buf *b,
@@ -241,8 +241,8 @@ char *daemon_client_escape(const char *s)
   char *out = xmalloc(strlen(s) * 3 + 1);
   char *o = out;
   for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-    bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                 (*p >= '0' && *p <= '9') || strchr("-._~", *p);
+    bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+      strchr("-._~", *p);
     if (plain) {
       *o++ = (char) *p;
     } else {

@@ -23,8 +23,8 @@ int verb_request(const char *verb, const char *socket, const char *method, const
 
 int verb_print_json(const json_t *j)
 {
-  if (json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 || fputc('\n', stdout) == EOF ||
-      fflush(stdout) == EOF)
+  if (json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ||
+      fputc('\n', stdout) == EOF || fflush(stdout) == EOF)
     return CLI_FAILURE;
   return CLI_OK;
 }
@@ -46,14 +46,16 @@ bool jhas_num(const json_t *o, const char *key)
 }
 
 const struct gs_opt verb_list_entries[VERB_LIST_NOPTS] = {
-  { .name = "json", .kind = GS_OPT_FLAG, .offset = offsetof(struct verb_list_opts, json),
+  { .name = "json",
+    .kind = GS_OPT_FLAG,
+    .offset = offsetof(struct verb_list_opts, json),
     .help = "Print JSON (keys documented in docs/cli.md)" },
   VERB_SOCKET_ENTRY(struct verb_list_opts),
   GS_OPT_HELP_ENTRY,
 };
 
-int verb_list(const struct gs_opt_table *opts, int argc, char **argv, const char *path, const char *key,
-              struct table *(*build)(const json_t *))
+int verb_list(const struct gs_opt_table *opts, int argc, char **argv, const char *path,
+              const char *key, struct table *(*build)(const json_t *) )
 {
   const char *verb = opts->verb;
   struct verb_list_opts o = { 0 };

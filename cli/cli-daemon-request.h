@@ -18,11 +18,13 @@ int verb_request(const char *verb, const char *socket, const char *method, const
                  const json_t *body, json_t **reply);
 
 /* --socket PATH, for every verb that asks the daemon: an entry of its option table. */
-#define VERB_SOCKET_HELP                                                                    \
+#define VERB_SOCKET_HELP \
   "The daemon's socket (default: $GPUSLICE_SOCKET, else /run/gpuslice/gpuslice.sock for root)"
-#define VERB_SOCKET_ENTRY(type)                                                              \
-  { .name = "socket", .arg = "PATH", .kind = GS_OPT_STRING, .offset = offsetof(type, socket), \
-    .help = VERB_SOCKET_HELP }
+#define VERB_SOCKET_ENTRY(type)                                                               \
+  {                                                                                           \
+    .name = "socket", .arg = "PATH", .kind = GS_OPT_STRING, .offset = offsetof(type, socket), \
+    .help = VERB_SOCKET_HELP                                                                  \
+  }
 
 /* The options of a listing verb (ps, gpus): --json, --socket PATH, --help. */
 struct verb_list_opts {
@@ -36,8 +38,8 @@ extern const struct gs_opt verb_list_entries[VERB_LIST_NOPTS];
 /* The whole of a listing verb (ps, gpus), whose table has verb_list_entries: GETs path,
  * checks that reply[key] is an array, and prints the reply as JSON or the table build makes
  * of that array. Returns the exit status. */
-int verb_list(const struct gs_opt_table *opts, int argc, char **argv, const char *path, const char *key,
-              struct table *(*build)(const json_t *));
+int verb_list(const struct gs_opt_table *opts, int argc, char **argv, const char *path,
+              const char *key, struct table *(*build)(const json_t *) );
 
 /* Prints j as indented JSON with a final newline. Returns CLI_OK, or CLI_FAILURE when stdout
  * fails. */

@@ -110,7 +110,8 @@ const char *fmt_seconds(char *buf, double s)
   else if (s < 3600)
     snprintf(buf, TABLE_CELL, "%um%02us", (unsigned) (whole / 60), (unsigned) (whole % 60));
   else if (s < 86400)
-    snprintf(buf, TABLE_CELL, "%uh%02um", (unsigned) (whole / 3600), (unsigned) (whole % 3600 / 60));
+    snprintf(buf, TABLE_CELL, "%uh%02um", (unsigned) (whole / 3600),
+             (unsigned) (whole % 3600 / 60));
   else
     snprintf(buf, TABLE_CELL, "%ud%02uh", (unsigned) (whole / 86400),
              (unsigned) (whole % 86400 / 3600));

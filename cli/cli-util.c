@@ -48,7 +48,8 @@ int cli_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv, in
 int cli_no_operands(const char *verb, int argc, char **argv, int next)
 {
   if (next < argc)
-    return cli_usage_error(verb, "'%s': unexpected argument (see gpuslice %s --help)", argv[next], verb);
+    return cli_usage_error(verb, "'%s': unexpected argument (see gpuslice %s --help)", argv[next],
+                           verb);
   return -1;
 }
 

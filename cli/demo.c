@@ -33,12 +33,15 @@ struct demo_opts {
   double seconds; /* how long the busy workloads run */
 };
 
+// clang-format off
 static const struct gs_opt demo_entries[] = {
   { .name = "seconds", .letter = 's', .arg = "N", .kind = GS_OPT_DOUBLE, .offset = offsetof(struct demo_opts, seconds),
     .def = "4", .min = 0.5, .max = 3600, .help = "How long the busy workloads run, from 0.5 to 3600 seconds" },
   GS_OPT_HELP_ENTRY,
 };
+// clang-format on
 
+// clang-format off
 const struct gs_opt_table cli_demo_table = {
   .verb = "demo",
   .synopsis = "demo [--seconds N]",
@@ -51,25 +54,29 @@ const struct gs_opt_table cli_demo_table = {
   .outro = "Exit status: 0 success, 1 a workload or gpuslice failed, 2 usage error.\n",
   GS_OPT_ENTRIES(demo_entries),
 };
+// clang-format on
 
 struct tenant {
   const char *name;
-  const char *role;       /* what it does, for the table */
-  const char *mode;       /* gpusim-workload's mode: busy, or alloc-until-oom */
-  double duty;            /* busy: the fraction of the time it launches kernels */
-  uint64_t hold_bytes;    /* busy: what it holds; alloc-until-oom: the size of each chunk */
-  uint64_t vram;          /* its limit, `gpuslice run --vram` */
-  int compute;            /* its share, `gpuslice run --compute`, or 0 */
+  const char *role;    /* what it does, for the table */
+  const char *mode;    /* gpusim-workload's mode: busy, or alloc-until-oom */
+  double duty;         /* busy: the fraction of the time it launches kernels */
+  uint64_t hold_bytes; /* busy: what it holds; alloc-until-oom: the size of each chunk */
+  uint64_t vram;       /* its limit, `gpuslice run --vram` */
+  int compute;         /* its share, `gpuslice run --compute`, or 0 */
   pid_t pid;
   int out_fd, err_fd;
-  int status;                /* exit status as a shell reports it, -1 when it hung */
-  json_t *result;            /* its JSON lines with a "mode", merged */
+  int status;     /* exit status as a shell reports it, -1 when it hung */
+  json_t *result; /* its JSON lines with a "mode", merged */
 };
 
 static struct tenant tenants[] = {
-  { "training", "busy, wants 100% of GPU", "busy", 1.0, 40 * GIB, 48 * GIB, 70, -1, -1, -1, -1, NULL },
-  { "inference", "busy, wants 100% of GPU", "busy", 1.0, 16 * GIB, 20 * GIB, 30, -1, -1, -1, -1, NULL },
-  { "notebook", "allocates all it can", "alloc-until-oom", 0.0, 1 * GIB, 8 * GIB, 0, -1, -1, -1, -1, NULL },
+  { "training", "busy, wants 100% of GPU", "busy", 1.0, 40 * GIB, 48 * GIB, 70, -1, -1, -1, -1,
+    NULL },
+  { "inference", "busy, wants 100% of GPU", "busy", 1.0, 16 * GIB, 20 * GIB, 30, -1, -1, -1, -1,
+    NULL },
+  { "notebook", "allocates all it can", "alloc-until-oom", 0.0, 1 * GIB, 8 * GIB, 0, -1, -1, -1, -1,
+    NULL },
 };
 #define NTENANTS (sizeof(tenants) / sizeof(tenants[0]))
 
@@ -91,9 +98,7 @@ static int choose_device(const struct gs_paths *paths, char **state_dir, gs_erro
   case GS_DRIVER_SIM:
     printf("Using the simulated GPU set in GPUSLICE_SIM (%s).\n", drv.spec);
     break;
-  case GS_DRIVER_SYSTEM:
-    printf("Using the NVIDIA driver on this machine.\n");
-    break;
+  case GS_DRIVER_SYSTEM: printf("Using the NVIDIA driver on this machine.\n"); break;
   case GS_DRIVER_SIM_FALLBACK:
     /* The tenants' `gpuslice run` follow GPUSLICE_SIM to the simulator. */
     setenv("GPUSLICE_SIM", drv.spec, 1);
@@ -165,7 +170,8 @@ static void arg_release(struct arglist *a)
 }
 
 /* The workload's command line, under `gpuslice run`. */
-static void tenant_argv(const struct tenant *t, const struct gs_paths *paths, double seconds, struct arglist *a)
+static void tenant_argv(const struct tenant *t, const struct gs_paths *paths, double seconds,
+                        struct arglist *a)
 {
   unsigned long long bytes = (unsigned long long) t->hold_bytes;
   a->n = 0;
@@ -209,7 +215,8 @@ static int tenant_streams(struct tenant *t, int *child_in, gs_error_t *err)
   return *child_in < 0 ? gs_make_error(err, errno, "open /dev/null") : 0;
 }
 
-static int tenant_start(struct tenant *t, const struct gs_paths *paths, double seconds, gs_error_t *err)
+static int tenant_start(struct tenant *t, const struct gs_paths *paths, double seconds,
+                        gs_error_t *err)
 {
   struct arglist args;
   posix_spawn_file_actions_t fa;
@@ -283,7 +290,8 @@ static char *read_output(int fd)
 static json_t *merged_result(char *out)
 {
   json_t *all = json_object();
-  for (char *save = NULL, *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+  for (char *save = NULL, *line = strtok_r(out, "\n", &save); line;
+       line = strtok_r(NULL, "\n", &save)) {
     json_t *j = line[0] == '{' ? json_loads(line, 0, NULL) : NULL;
     if (j && json_is_object(j) && json_object_get(j, "mode"))
       json_object_update(all, j);
@@ -353,8 +361,8 @@ static double gpu_seconds(const struct tenant *t)
 
 static void print_table(void)
 {
-  printf("\n%-10s %-24s %9s %12s %8s %9s %10s\n", "tenant", "workload", "limit", "memory held", "compute",
-         "GPU time", "GPU share");
+  printf("\n%-10s %-24s %9s %12s %8s %9s %10s\n", "tenant", "workload", "limit", "memory held",
+         "compute", "GPU time", "GPU share");
   for (size_t i = 0; i < NTENANTS; i++) {
     const struct tenant *t = &tenants[i];
     char lim[32], mem[32], asked[32] = "-", got[32] = "-", share[32] = "-";
@@ -370,12 +378,13 @@ static void print_table(void)
     }
     printf("%-10s %-24s %9s %12s %8s %9s %10s\n", t->name, t->role, lim, mem, asked, got, share);
   }
-  printf("\nGPU time: kernels completed x %d ms each. GPU share: GPU time / the workload's run time.\n"
-         "Memory limits (--vram) hold on every allocation path: the notebook kept allocating\n"
-         "1 GiB chunks and was refused at its limit (%s).\n"
-         "Compute shares (--compute) hold too: training and inference both want the whole GPU,\n"
-         "and each gets the share it was given.\n",
-         DEMO_KERNEL_US / 1000, json_string_value(json_object_get(tenants[2].result, "stopped_by")));
+  printf(
+    "\nGPU time: kernels completed x %d ms each. GPU share: GPU time / the workload's run time.\n"
+    "Memory limits (--vram) hold on every allocation path: the notebook kept allocating\n"
+    "1 GiB chunks and was refused at its limit (%s).\n"
+    "Compute shares (--compute) hold too: training and inference both want the whole GPU,\n"
+    "and each gets the share it was given.\n",
+    DEMO_KERNEL_US / 1000, json_string_value(json_object_get(tenants[2].result, "stopped_by")));
 }
 
 /* Starts every tenant and waits for them all. */

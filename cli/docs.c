@@ -45,11 +45,13 @@ static const struct gs_opt_table *find_table(const char *name)
 
 /* The name in "<!-- BEGIN generated: NAME -->\n", or NULL when line is not a begin mark.
  * *settings tells a NAME-settings block. */
-static const struct gs_opt_table *begin_mark(const char *line, char *name, size_t size, bool *settings)
+static const struct gs_opt_table *begin_mark(const char *line, char *name, size_t size,
+                                             bool *settings)
 {
   if (strncmp(line, BEGIN_MARK, strlen(BEGIN_MARK)) != 0)
     return NULL;
-  snprintf(name, size, "%.*s", (int) strcspn(line + strlen(BEGIN_MARK), " \n"), line + strlen(BEGIN_MARK));
+  snprintf(name, size, "%.*s", (int) strcspn(line + strlen(BEGIN_MARK), " \n"),
+           line + strlen(BEGIN_MARK));
   size_t n = strlen(name), k = strlen(SETTINGS_SUFFIX);
   *settings = n > k && strcmp(name + n - k, SETTINGS_SUFFIX) == 0;
   if (!*settings)
@@ -105,19 +107,24 @@ static const char man_head[] =
 static const char man_tail[] =
   ".SH ENVIRONMENT\n"
   ".TP\n.B GPUSLICE_SIM\nSimulated devices, e.g.\n.BR h100\\-80gb:2,t4 .\n"
-  ".TP\n.B GPUSLICE_LIBDIR\nDirectory holding\n.I libgpuslice.so\nand\n.IR sim/ ;\ndefault\n.IR <prefix>/lib .\n"
+  ".TP\n.B GPUSLICE_LIBDIR\nDirectory holding\n.I libgpuslice.so\nand\n.IR sim/ ;\ndefault\n.IR "
+  "<prefix>/lib .\n"
   ".TP\n.B GPUSLICE_LOG\nLog level:\n.BR error \", \" warn \" (default), \" info \", \" debug .\n"
   ".TP\n.B GPUSIM_STATE_DIR\nDirectory of the simulator's shared state; default\n.IR /dev/shm .\n"
-  ".TP\n.B GPUSLICE_STATE_DIR\nDirectory of the tenant ledgers; default\n.I /run/gpuslice\nfor root.\n"
-  ".PP\n.B run\nsets\n.B LD_PRELOAD\n(the interposer, ahead of any existing value),\n.B GPUSLICE_TENANT\n"
+  ".TP\n.B GPUSLICE_STATE_DIR\nDirectory of the tenant ledgers; default\n.I /run/gpuslice\nfor "
+  "root.\n"
+  ".PP\n.B run\nsets\n.B LD_PRELOAD\n(the interposer, ahead of any existing value),\n.B "
+  "GPUSLICE_TENANT\n"
   "and\n.BR GPUSLICE_STATE_DIR ,\nand, with\n.BR GPUSLICE_SIM ,\n.B LD_LIBRARY_PATH\n"
   "(the simulator, ahead of any existing value) for\n.IR PROGRAM .\n"
   ".SH EXIT STATUS\n"
   "0 on success, 1 on failure, 2 on a usage error; each error is one line on standard error,\n"
   ".RI \"gpuslice: \" what \": \" why .\n"
-  ".B run\nexits with\n.IR PROGRAM 's\nstatus instead, 128+N if it was killed by signal N, or 127 if it could not be run.\n"
+  ".B run\nexits with\n.IR PROGRAM 's\nstatus instead, 128+N if it was killed by signal N, or 127 "
+  "if it could not be run.\n"
   ".SH SEE ALSO\n"
-  ".IR docs/architecture.md ,\n.IR docs/cli.md ,\n.I docs/configuration.md\nin the gpuslice sources.\n";
+  ".IR docs/architecture.md ,\n.IR docs/cli.md ,\n.I docs/configuration.md\nin the gpuslice "
+  "sources.\n";
 
 static int docs_man(FILE *out)
 {

@@ -8,6 +8,7 @@
 #include "cli-daemon-request.h"
 #include "cli-node-tables.h"
 
+// clang-format off
 const struct gs_opt_table cli_gpus_table = {
   .verb = "gpus",
   .synopsis = "gpus [--json] [--socket PATH]",
@@ -17,11 +18,12 @@ const struct gs_opt_table cli_gpus_table = {
   .opts = verb_list_entries,
   .nopts = VERB_LIST_NOPTS,
 };
+// clang-format on
 
 static void add_gpu_row(struct table *t, const json_t *g)
 {
   char idx[16], used[TABLE_CELL], total[TABLE_CELL], mem[2 * TABLE_CELL + 4], util[TABLE_CELL],
-      power[TABLE_CELL], temp[TABLE_CELL], sm[TABLE_CELL], memclk[TABLE_CELL], tenants[16];
+    power[TABLE_CELL], temp[TABLE_CELL], sm[TABLE_CELL], memclk[TABLE_CELL], tenants[16];
   snprintf(idx, sizeof(idx), "%.0f", jnum(g, "index", 0));
   snprintf(mem, sizeof(mem), "%s / %s", fmt_bytes(used, jnum(g, "memory_used_bytes", 0)),
            fmt_bytes(total, jnum(g, "memory_total_bytes", 0)));
@@ -31,15 +33,17 @@ static void add_gpu_row(struct table *t, const json_t *g)
   snprintf(sm, sizeof(sm), "%.0f MHz", jnum(g, "sm_clock_mhz", 0));
   snprintf(memclk, sizeof(memclk), "%.0f MHz", jnum(g, "mem_clock_mhz", 0));
   snprintf(tenants, sizeof(tenants), "%.0f", jnum(g, "tenants", 0));
-  const char *cells[] = { idx, jstr(g, "name"), jstr(g, "uuid"), jstr(g, "pci_bus_id"), mem,
-                          util, power, temp, sm, memclk, tenants };
+  const char *cells[] = {
+    idx, jstr(g, "name"), jstr(g, "uuid"), jstr(g, "pci_bus_id"), mem, util, power, temp,
+    sm,  memclk,          tenants
+  };
   table_add(t, cells);
 }
 
 struct table *gpus_table(const json_t *gpus)
 {
-  static const char *headers[] = { "GPU", "NAME", "UUID", "PCI", "MEMORY", "UTIL", "POWER",
-                                   "TEMP", "SM-CLOCK", "MEM-CLOCK", "TENANTS" };
+  static const char *headers[] = { "GPU",   "NAME", "UUID",     "PCI",       "MEMORY", "UTIL",
+                                   "POWER", "TEMP", "SM-CLOCK", "MEM-CLOCK", "TENANTS" };
   struct table *t = table_new(11, "rlllrrrrrrr", headers);
   size_t i;
   const json_t *g;

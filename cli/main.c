@@ -11,18 +11,12 @@
 #include <gpuslice/version.h>
 
 const struct cli_verb cli_verbs[] = {
-  { &cli_run_table, cli_run },
-  { &cli_demo_table, cli_demo },
-  { &cli_pack_table, cli_pack },
-  { &daemon_opt_table, cli_daemon },
-  { &cli_plan_table, cli_plan },
-  { &cli_ps_table, cli_ps },
-  { &cli_gpus_table, cli_gpus },
-  { &cli_top_table, cli_top },
-  { &cli_usage_table, cli_usage },
-  { &cli_set_table, cli_set },
-  { &cli_mig_table, cli_mig },
-  { &cli_savings_table, cli_savings },
+  { &cli_run_table, cli_run },       { &cli_demo_table, cli_demo },
+  { &cli_pack_table, cli_pack },     { &daemon_opt_table, cli_daemon },
+  { &cli_plan_table, cli_plan },     { &cli_ps_table, cli_ps },
+  { &cli_gpus_table, cli_gpus },     { &cli_top_table, cli_top },
+  { &cli_usage_table, cli_usage },   { &cli_set_table, cli_set },
+  { &cli_mig_table, cli_mig },       { &cli_savings_table, cli_savings },
   { &cli_prices_table, cli_prices },
 };
 const size_t cli_nverbs = sizeof(cli_verbs) / sizeof(cli_verbs[0]);
@@ -31,13 +25,16 @@ struct main_opts {
   bool version;
 };
 
+// clang-format off
 static const struct gs_opt main_entries[] = {
   GS_OPT_HELP_ENTRY,
   /* Acts when met, as --help does, so that `gpuslice --version --bogus` prints the version. */
   { .name = "version", .letter = 'V', .kind = GS_OPT_FLAG, .offset = offsetof(struct main_opts, version),
     .flags = GS_OPT_STOP, .help = "Show the version and exit" },
 };
+// clang-format on
 
+// clang-format off
 const struct gs_opt_table cli_main_table = {
   .synopsis = "[--help] [--version] COMMAND [ARGS...]",
   .summary = "Share one GPU among many workloads",
@@ -48,6 +45,7 @@ const struct gs_opt_table cli_main_table = {
            "'gpuslice run' exits with its command's status instead.\n",
   GS_OPT_ENTRIES(main_entries),
 };
+// clang-format on
 
 /* gpuslice's own --help: the table's, with the commands after its prose. */
 static void usage(FILE *f)

@@ -25,6 +25,7 @@ struct mig_opts {
 };
 
 #define OFF(f) offsetof(struct mig_opts, f)
+// clang-format off
 static const struct gs_opt mig_entries[] = {
   { .name = "model", .arg = "MODEL", .kind = GS_OPT_STRING, .offset = OFF(model),
     .help = "a100-40gb, a100-80gb, h100-80gb, h100-94gb, h100-96gb, h200-141gb (NVML and data-file "
@@ -38,8 +39,10 @@ static const struct gs_opt mig_entries[] = {
   { .name = "json", .kind = GS_OPT_FLAG, .offset = OFF(json), .help = "Machine-readable output (docs/cli.md)" },
   GS_OPT_HELP_ENTRY,
 };
+// clang-format on
 #undef OFF
 
+// clang-format off
 const struct gs_opt_table cli_mig_table = {
   .verb = "mig",
   .synopsis = "mig plan --model MODEL --demand LIST [--mig-table FILE] [--json]\n"
@@ -54,6 +57,7 @@ const struct gs_opt_table cli_mig_table = {
   GS_OPT_ENTRIES(mig_entries),
   .flags = GS_OPTS_PERMUTE,
 };
+// clang-format on
 
 /* The subcommand, and the options it needs. */
 static int check_args(int argc, char **argv, int next, struct mig_opts *o)
@@ -82,8 +86,8 @@ static int parse_args(int argc, char **argv, struct mig_opts *o)
 struct demand {
   const char *text; /* points into the typed list */
   size_t text_len;
-  uint64_t bytes;                  /* 0 when a profile was named */
-  const struct gs_mig_profile *p;  /* the profile named, or NULL */
+  uint64_t bytes;                 /* 0 when a profile was named */
+  const struct gs_mig_profile *p; /* the profile named, or NULL */
 };
 
 /* Any error from here on is about what was typed or the table given: exit 2. */
@@ -120,15 +124,17 @@ static int parse_item(const struct gs_mig_table *t, const char *model, const cha
   return 0;
 }
 
-static int add_item(const struct gs_mig_table *t, const char *model, const char *item,
-                    size_t len, struct demand *out, int *n, gs_error_t *err)
+static int add_item(const struct gs_mig_table *t, const char *model, const char *item, size_t len,
+                    struct demand *out, int *n, gs_error_t *err)
 {
   long count;
   size_t skip;
   char what[64];
   if (len == 0 || len >= sizeof(what) || split_count(item, len, &count, &skip) < 0)
-    return gs_make_error(err, 0, "--demand item '%.*s': want [COUNTx]SIZE or [COUNTx]PROFILE "
-                         "with COUNT 1..%d", (int) (len < 60 ? len : 60), item, MAX_DEMANDS);
+    return gs_make_error(err, 0,
+                         "--demand item '%.*s': want [COUNTx]SIZE or [COUNTx]PROFILE "
+                         "with COUNT 1..%d",
+                         (int) (len < 60 ? len : 60), item, MAX_DEMANDS);
   memcpy(what, item + skip, len - skip);
   what[len - skip] = '\0';
   struct demand d = { item, len, 0, NULL };
@@ -155,9 +161,8 @@ static int parse_demands(const struct gs_mig_table *t, const char *model, const 
   }
 }
 
-static int choose_profiles(const struct gs_mig_table *t, const char *model,
-                           struct demand *d, int n, const struct gs_mig_profile **p,
-                           gs_error_t *err)
+static int choose_profiles(const struct gs_mig_table *t, const char *model, struct demand *d, int n,
+                           const struct gs_mig_profile **p, gs_error_t *err)
 {
   for (int i = 0; i < n; i++) {
     p[i] = d[i].p ? d[i].p : gs_mig_smallest_fit(t, model, d[i].bytes, err);
@@ -206,11 +211,11 @@ static void print_plan_text(const char *model, const struct gs_mig_layout *l,
 static json_t *instance_json(const struct gs_mig_instance *in, const struct demand *d)
 {
   const struct demand *x = &d[in->demand];
-  return json_pack("{s:i, s:s, s:i, s:i, s:i, s:f, s:b, s:i, s:s%, s:o}", "gpu", in->gpu,
-                   "profile", in->p->name, "start", in->start, "mem_slices", in->p->mem_slices,
+  return json_pack("{s:i, s:s, s:i, s:i, s:i, s:f, s:b, s:i, s:s%, s:o}", "gpu", in->gpu, "profile",
+                   in->p->name, "start", in->start, "mem_slices", in->p->mem_slices,
                    "compute_slices", in->p->compute_slices, "mem_gib", in->p->mem_gib,
-                   "mem_estimated", in->p->mem_estimated, "demand", in->demand + 1,
-                   "demand_text", x->text, x->text_len, "demand_bytes",
+                   "mem_estimated", in->p->mem_estimated, "demand", in->demand + 1, "demand_text",
+                   x->text, x->text_len, "demand_bytes",
                    x->bytes ? json_integer((json_int_t) x->bytes) : json_null());
 }
 
@@ -226,7 +231,7 @@ static void print_plan_json(const char *model, const struct gs_mig_layout *l,
   for (int i = 0; i < l->n; i++)
     json_array_append_new(inst, instance_json(&l->inst[i], d));
   json_print_compact(json_pack("{s:s, s:i, s:o, s:o}", "model", model, "gpus", l->ngpus, "layout",
-                       layout, "instances", inst));
+                               layout, "instances", inst));
 }
 
 static int mig_plan(const struct mig_opts *o, const struct gs_mig_table *t, const char *model)
@@ -267,8 +272,8 @@ static const char *starts_text(uint8_t mask, char *buf, size_t len)
 
 static void print_profiles_text(const struct gs_mig_profile *p, size_t n)
 {
-  static const char *const head[] = { "PROFILE", "COMPUTE", "MEMORY", "MEM_GIB", "MAX",
-                                      "STARTS", "MEDIA" };
+  static const char *const head[] = { "PROFILE", "COMPUTE", "MEMORY", "MEM_GIB",
+                                      "MAX",     "STARTS",  "MEDIA" };
   struct table *tb = table_new(7, "lrrrrll", head);
   for (size_t i = 0; i < n; i++) {
     char c[16], m[16], g[24], mx[16], st[32];
@@ -276,8 +281,9 @@ static void print_profiles_text(const struct gs_mig_profile *p, size_t n)
     snprintf(m, sizeof(m), "%d/8", p[i].mem_slices);
     snprintf(g, sizeof(g), "%s%.2f", p[i].mem_estimated ? "~" : "", p[i].mem_gib);
     snprintf(mx, sizeof(mx), "%d", p[i].max_instances);
-    const char *row[] = { p[i].name, c, m, g, mx, starts_text(p[i].start_mask, st, sizeof(st)),
-                          p[i].media ? "+me" : "" };
+    const char *row[] = {
+      p[i].name, c, m, g, mx, starts_text(p[i].start_mask, st, sizeof(st)), p[i].media ? "+me" : ""
+    };
     table_add(tb, row);
   }
   table_print(tb, stdout);
@@ -292,12 +298,12 @@ static void print_profiles_json(const char *model, const struct gs_mig_profile *
     for (int s = 0; s < GS_MIG_POSITIONS; s++)
       if (p[i].start_mask & (1u << s))
         json_array_append_new(starts, json_integer(s));
-    json_array_append_new(a, json_pack("{s:s, s:i, s:i, s:i, s:o, s:f, s:b, s:b}", "profile",
-                                       p[i].name, "compute_slices", p[i].compute_slices,
-                                       "mem_slices", p[i].mem_slices, "max_instances",
-                                       p[i].max_instances, "starts", starts, "mem_gib",
-                                       p[i].mem_gib, "mem_estimated", p[i].mem_estimated,
-                                       "media", p[i].media));
+    json_array_append_new(a,
+                          json_pack("{s:s, s:i, s:i, s:i, s:o, s:f, s:b, s:b}", "profile",
+                                    p[i].name, "compute_slices", p[i].compute_slices, "mem_slices",
+                                    p[i].mem_slices, "max_instances", p[i].max_instances, "starts",
+                                    starts, "mem_gib", p[i].mem_gib, "mem_estimated",
+                                    p[i].mem_estimated, "media", p[i].media));
   }
   json_print_compact(json_pack("{s:s, s:o}", "model", model, "profiles", a));
 }

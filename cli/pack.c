@@ -29,8 +29,9 @@ static int set_policy(void *dst, const char *arg, gs_error_t *err)
   struct pack_opts *o = dst;
   enum gs_place_policy p;
   if (gs_place_policy_from_name(arg, &p) < 0)
-    return gs_make_error(err, 0, "--policy '%s': unknown policy (first-fit, best-fit, gpu-packing, fgd, fgd-mem)",
-                         arg);
+    return gs_make_error(
+      err, 0, "--policy '%s': unknown policy (first-fit, best-fit, gpu-packing, fgd, fgd-mem)",
+      arg);
   o->policy = p;
   o->have_policy = true;
   return 0;
@@ -38,6 +39,7 @@ static int set_policy(void *dst, const char *arg, gs_error_t *err)
 
 static const char *const pack_formats[] = { "table", "json", NULL };
 #define OFF(f) offsetof(struct pack_opts, f)
+// clang-format off
 static const struct gs_opt pack_entries[] = {
   { .name = "nodes", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(nodes),
     .help = "Node list: sn,cpu_milli,memory_mib,gpu,model" },
@@ -53,8 +55,10 @@ static const struct gs_opt pack_entries[] = {
     .def = "table", .help = "Output format" },
   GS_OPT_HELP_ENTRY,
 };
+// clang-format on
 #undef OFF
 
+// clang-format off
 const struct gs_opt_table cli_pack_table = {
   .verb = "pack",
   .synopsis = "pack --nodes NODES.csv --pods PODS.csv --policy NAME [OPTIONS]",
@@ -69,6 +73,7 @@ const struct gs_opt_table cli_pack_table = {
            "Exit status: 0 success, 1 failure, 2 usage error (including a malformed trace).\n",
   GS_OPT_ENTRIES(pack_entries),
 };
+// clang-format on
 
 static int parse_args(int argc, char **argv, struct pack_opts *o)
 {
@@ -77,7 +82,9 @@ static int parse_args(int argc, char **argv, struct pack_opts *o)
     return r;
   if (!o->nodes || !o->pods || !o->have_policy)
     return cli_usage_error("pack", "--%s is required (see gpuslice pack --help)",
-                           !o->nodes ? "nodes" : !o->pods ? "pods" : "policy");
+                           !o->nodes    ? "nodes"
+                             : !o->pods ? "pods"
+                                        : "policy");
   return -1;
 }
 
@@ -116,7 +123,8 @@ static int replay(const struct pack_opts *o, const struct gs_openb_nodes *nodes,
                   const struct gs_openb_pods *pods)
 {
   gs_error_t err = NULL;
-  struct gs_place_replay_opts ro = { .policy = o->policy, .inflate = o->inflate,
+  struct gs_place_replay_opts ro = { .policy = o->policy,
+                                     .inflate = o->inflate,
                                      .seed = (unsigned long long) o->seed };
   struct gs_place_replay_result res;
   double t0 = now_s();

@@ -39,6 +39,7 @@ static int set_metrics(void *dst, const char *arg, gs_error_t *err)
 
 static const char *const plan_formats[] = { "table", "json", "html", NULL };
 #define OFF(f) offsetof(struct plan_opts, f)
+// clang-format off
 static const struct gs_opt plan_entries[] = {
   { .name = "metrics", .arg = "FILE...", .kind = GS_OPT_CALL, .parse = set_metrics, .flags = GS_OPT_REPEAT,
     .help = "Metrics files (repeatable; more files may follow): plain CSV "
@@ -58,8 +59,10 @@ static const struct gs_opt plan_entries[] = {
     .help = "Write to FILE instead of standard output" },
   GS_OPT_HELP_ENTRY,
 };
+// clang-format on
 #undef OFF
 
+// clang-format off
 const struct gs_opt_table cli_plan_table = {
   .verb = "plan",
   .synopsis = "plan --metrics FILE... [OPTIONS]",
@@ -76,6 +79,7 @@ const struct gs_opt_table cli_plan_table = {
   GS_OPT_ENTRIES(plan_entries),
   .flags = GS_OPTS_PERMUTE, /* file names after --metrics FILE are more metrics files */
 };
+// clang-format on
 
 static int parse_args(int argc, char **argv, struct plan_opts *o)
 {
@@ -111,10 +115,11 @@ static int load_inputs(const struct plan_opts *o, struct gs_plan_run *p)
   if (p->data.n > 0)
     return -1;
   if (p->finish.workloads_dropped > 0)
-    fprintf(stderr, "gpuslice: plan: no workload has both utilization and memory samples "
+    fprintf(stderr,
+            "gpuslice: plan: no workload has both utilization and memory samples "
             "at the same times (%zu workloads, e.g. '%.60s', have only one of them: give "
-            "both series, e.g. both GenAI files)\n", p->finish.workloads_dropped,
-            p->finish.dropped_example);
+            "both series, e.g. both GenAI files)\n",
+            p->finish.workloads_dropped, p->finish.dropped_example);
   else
     fprintf(stderr, "gpuslice: plan: no samples in the metrics given: nothing to plan\n");
   return CLI_FAILURE;
@@ -136,16 +141,16 @@ static const char *pick_model(const struct plan_opts *o, const struct gs_plan_da
   return DEFAULT_MODEL;
 }
 
-static int load_tables(const struct plan_opts *o, struct gs_plan_run *p,
-                       struct gs_mig_table **mig, struct gs_price_table **prices)
+static int load_tables(const struct plan_opts *o, struct gs_plan_run *p, struct gs_mig_table **mig,
+                       struct gs_price_table **prices)
 {
   gs_error_t err = NULL;
   if (gs_mig_table_default(mig, &err) < 0)
     return cli_fail("plan", &err);
   if (gs_plan_gpu_init(&p->gpu, pick_model(o, &p->data), *mig, &err) < 0)
     return input_error(&err);
-  int r = o->prices ? gs_price_table_load(o->prices, prices, &err)
-                    : gs_price_table_default(prices, &err);
+  int r =
+    o->prices ? gs_price_table_load(o->prices, prices, &err) : gs_price_table_default(prices, &err);
   if (r < 0)
     return o->prices ? input_error(&err) : cli_fail("plan", &err);
   p->price_table = gs_price_table_name(*prices);

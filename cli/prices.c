@@ -18,6 +18,7 @@ struct prices_opts {
   bool rows, json;
 };
 
+// clang-format off
 static const struct gs_opt prices_entries[] = {
   { .name = "prices", .arg = "FILE", .kind = GS_OPT_STRING, .offset = offsetof(struct prices_opts, prices),
     .help = "Price table CSV instead of the built-in one (columns: docs/cost.md)" },
@@ -27,7 +28,9 @@ static const struct gs_opt prices_entries[] = {
     .help = "Machine-readable output, always with the rows (docs/cli.md)" },
   GS_OPT_HELP_ENTRY,
 };
+// clang-format on
 
+// clang-format off
 const struct gs_opt_table cli_prices_table = {
   .verb = "prices",
   .synopsis = "prices [--prices FILE] [--rows] [--json]",
@@ -39,6 +42,7 @@ const struct gs_opt_table cli_prices_table = {
   .outro = "Exit status: 0 success, 1 failure, 2 usage error (including a malformed table).\n",
   GS_OPT_ENTRIES(prices_entries),
 };
+// clang-format on
 
 static const char *rate_text(char *buf, size_t len, double v)
 {
@@ -50,17 +54,21 @@ static const char *rate_text(char *buf, size_t len, double v)
 
 static void print_models(const struct gs_price_table *t)
 {
-  static const char *const head[] = { "MODEL", "ON_DEMAND", "SPOT", "COMMIT_1Y", "COMMIT_3Y",
-                                      "ROWS", "AS_OF", "SOURCE" };
+  static const char *const head[] = { "MODEL",     "ON_DEMAND", "SPOT",  "COMMIT_1Y",
+                                      "COMMIT_3Y", "ROWS",      "AS_OF", "SOURCE" };
   struct table *tb = table_new(8, "lrrrrrll", head);
   for (size_t i = 0; i < gs_price_table_models(t); i++) {
     const struct gs_price *p = gs_price_table_model_at(t, i);
     char od[24], sp[24], c1[24], c3[24], n[16];
     snprintf(n, sizeof(n), "%d", p->rows);
-    const char *row[] = { p->model, rate_text(od, sizeof(od), p->on_demand),
+    const char *row[] = { p->model,
+                          rate_text(od, sizeof(od), p->on_demand),
                           rate_text(sp, sizeof(sp), p->spot),
                           rate_text(c1, sizeof(c1), p->commit_1y),
-                          rate_text(c3, sizeof(c3), p->commit_3y), n, p->as_of, p->source };
+                          rate_text(c3, sizeof(c3), p->commit_3y),
+                          n,
+                          p->as_of,
+                          p->source };
     table_add(tb, row);
   }
   table_print(tb, stdout);
@@ -69,19 +77,26 @@ static void print_models(const struct gs_price_table *t)
 
 static void print_rows(const struct gs_price_table *t)
 {
-  static const char *const head[] = { "LINE", "PROVIDER", "REGION", "SKU", "MODEL", "GPUS",
-                                      "ON_DEMAND", "SPOT", "COMMIT_1Y", "COMMIT_3Y", "AS_OF" };
+  static const char *const head[] = { "LINE",      "PROVIDER",  "REGION",    "SKU",
+                                      "MODEL",     "GPUS",      "ON_DEMAND", "SPOT",
+                                      "COMMIT_1Y", "COMMIT_3Y", "AS_OF" };
   struct table *tb = table_new(11, "rlllllrrrrl", head);
   for (size_t i = 0; i < gs_price_table_rows(t); i++) {
     const struct gs_price_row *r = gs_price_table_row_at(t, i);
     char line[16], g[16], od[24], sp[24], c1[24], c3[24];
     snprintf(line, sizeof(line), "%d", r->line);
     snprintf(g, sizeof(g), "%d", r->gpus);
-    const char *row[] = { line, r->provider, r->region, r->sku, r->model, r->gpus ? g : "-",
+    const char *row[] = { line,
+                          r->provider,
+                          r->region,
+                          r->sku,
+                          r->model,
+                          r->gpus ? g : "-",
                           rate_text(od, sizeof(od), r->on_demand),
                           rate_text(sp, sizeof(sp), r->spot),
                           rate_text(c1, sizeof(c1), r->commit_1y),
-                          rate_text(c3, sizeof(c3), r->commit_3y), r->as_of };
+                          rate_text(c3, sizeof(c3), r->commit_3y),
+                          r->as_of };
     table_add(tb, row);
   }
   putchar('\n');
@@ -99,11 +114,12 @@ static json_t *models_json(const struct gs_price_table *t)
   json_t *a = json_array();
   for (size_t i = 0; i < gs_price_table_models(t); i++) {
     const struct gs_price *p = gs_price_table_model_at(t, i);
-    json_array_append_new(a, json_pack("{s:s, s:o, s:o, s:o, s:o, s:i, s:s, s:s}", "model",
-                                       p->model, "on_demand", rate_json(p->on_demand), "spot",
-                                       rate_json(p->spot), "commit_1y", rate_json(p->commit_1y),
-                                       "commit_3y", rate_json(p->commit_3y), "rows", p->rows,
-                                       "source", p->source, "as_of", p->as_of));
+    json_array_append_new(a,
+                          json_pack("{s:s, s:o, s:o, s:o, s:o, s:i, s:s, s:s}", "model", p->model,
+                                    "on_demand", rate_json(p->on_demand), "spot",
+                                    rate_json(p->spot), "commit_1y", rate_json(p->commit_1y),
+                                    "commit_3y", rate_json(p->commit_3y), "rows", p->rows, "source",
+                                    p->source, "as_of", p->as_of));
   }
   return a;
 }
@@ -114,12 +130,12 @@ static json_t *rows_json(const struct gs_price_table *t)
   for (size_t i = 0; i < gs_price_table_rows(t); i++) {
     const struct gs_price_row *r = gs_price_table_row_at(t, i);
     json_array_append_new(
-        a, json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:o, s:o, s:o, s:o, s:s, s:s}", "line",
-                     r->line, "provider", r->provider, "region", r->region, "sku", r->sku,
-                     "model", r->model, "gpus", r->gpus, "on_demand", rate_json(r->on_demand),
-                     "spot", rate_json(r->spot), "commit_1y", rate_json(r->commit_1y),
-                     "commit_3y", rate_json(r->commit_3y), "source", r->source, "as_of",
-                     r->as_of));
+      a,
+      json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:o, s:o, s:o, s:o, s:s, s:s}", "line", r->line,
+                "provider", r->provider, "region", r->region, "sku", r->sku, "model", r->model,
+                "gpus", r->gpus, "on_demand", rate_json(r->on_demand), "spot", rate_json(r->spot),
+                "commit_1y", rate_json(r->commit_1y), "commit_3y", rate_json(r->commit_3y),
+                "source", r->source, "as_of", r->as_of));
   }
   return a;
 }
@@ -127,8 +143,8 @@ static json_t *rows_json(const struct gs_price_table *t)
 static void print_json(const struct gs_price_table *t)
 {
   json_print_compact(json_pack("{s:s, s:s, s:o, s:o}", "table", gs_price_table_name(t), "rule",
-                                "lower median on-demand; spot and commitments by discount",
-                                "models", models_json(t), "rows", rows_json(t)));
+                               "lower median on-demand; spot and commitments by discount", "models",
+                               models_json(t), "rows", rows_json(t)));
 }
 
 int cli_prices(int argc, char **argv)

@@ -10,6 +10,7 @@
 #include "cli-daemon-request.h"
 #include "cli-node-tables.h"
 
+// clang-format off
 const struct gs_opt_table cli_ps_table = {
   .verb = "ps",
   .synopsis = "ps [--json] [--socket PATH]",
@@ -20,6 +21,7 @@ const struct gs_opt_table cli_ps_table = {
   .opts = verb_list_entries,
   .nopts = VERB_LIST_NOPTS,
 };
+// clang-format on
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -69,8 +71,9 @@ static const char *violation_cell(char *buf, const json_t *g)
   if (!json_is_object(v))
     return "-";
   double over = jnum(v, "vram_over_bytes", 0), cpct = jnum(v, "compute_over_pct", 0);
-  snprintf(buf, TABLE_CELL, "%s%s%s%s%s%s", over > 0 ? "vram +" : "", over > 0 ? fmt_bytes(bytes, over) : "",
-           over > 0 && cpct > 0 ? ", " : "", cpct > 0 ? "compute +" : "", cpct > 0 ? fmt_number(pct, cpct, 1) : "",
+  snprintf(buf, TABLE_CELL, "%s%s%s%s%s%s", over > 0 ? "vram +" : "",
+           over > 0 ? fmt_bytes(bytes, over) : "", over > 0 && cpct > 0 ? ", " : "",
+           cpct > 0 ? "compute +" : "", cpct > 0 ? fmt_number(pct, cpct, 1) : "",
            cpct > 0 ? "%" : "");
   return buf;
 }
@@ -79,14 +82,19 @@ static void add_tenant_row(struct table *t, const json_t *ten, const json_t *g, 
 {
   const json_t *limits = json_object_get(ten, "limits");
   char pid[24], gpu[16], used[TABLE_CELL], lim[TABLE_CELL], peak[TABLE_CELL], share[TABLE_CELL],
-      clim[TABLE_CELL], gsec[TABLE_CELL], thr[TABLE_CELL], viol[TABLE_CELL];
+    clim[TABLE_CELL], gsec[TABLE_CELL], thr[TABLE_CELL], viol[TABLE_CELL];
   snprintf(pid, sizeof(pid), "%.0f", jnum(ten, "pid", 0));
   snprintf(gpu, sizeof(gpu), "%.0f", jnum(g, "index", 0));
   const char *cells[] = {
-    jstr(ten, "name"), jstr(ten, "user"), pid, jstr(ten, "state"),
+    jstr(ten, "name"),
+    jstr(ten, "user"),
+    pid,
+    jstr(ten, "state"),
     g ? gpu : NULL,
     g ? fmt_bytes(used, jnum(g, "vram_used_bytes", 0)) : NULL,
-    !g ? NULL : jhas_num(g, "vram_limit_bytes") ? fmt_bytes(lim, jnum(g, "vram_limit_bytes", 0)) : "none",
+    !g                                  ? NULL
+      : jhas_num(g, "vram_limit_bytes") ? fmt_bytes(lim, jnum(g, "vram_limit_bytes", 0))
+                                        : "none",
     g ? fmt_bytes(peak, jnum(g, "vram_peak_bytes", 0)) : NULL,
     g ? fmt_share(share, jnum(g, "compute_share", 0)) : NULL,
     compute_limit_cell(clim, limits),
@@ -100,13 +108,15 @@ static void add_tenant_row(struct table *t, const json_t *ten, const json_t *g, 
 
 struct table *tenants_table(const json_t *tenants)
 {
-  static const char *headers[] = { "TENANT", "USER", "PID", "STATE", "GPU", "VRAM", "VRAM-LIMIT",
-                                   "PEAK", "COMPUTE", "COMPUTE-LIMIT", "GPU-TIME", "THROTTLED",
+  static const char *headers[] = { "TENANT",    "USER",          "PID",        "STATE",
+                                   "GPU",       "VRAM",          "VRAM-LIMIT", "PEAK",
+                                   "COMPUTE",   "COMPUTE-LIMIT", "GPU-TIME",   "THROTTLED",
                                    "VIOLATION", "LABELS" };
   struct table *t = table_new(14, "llrllrrrrrrrll", headers);
   size_t i, j;
   const json_t *ten, *g;
-  json_array_foreach(tenants, i, ten) {
+  json_array_foreach(tenants, i, ten)
+  {
     char *labels = labels_cell(json_object_get(ten, "labels"));
     const json_t *gpus = json_object_get(ten, "gpus");
     if (json_array_size(gpus) == 0)

@@ -18,7 +18,8 @@ int run_tenant_set_compute(void *tenant, const char *arg, gs_error_t *err)
   if (!*arg || *end || errno || !isfinite(pct) || pct <= 0 || pct > 100)
     return gs_make_error(err, 0, "--compute: '%s' is not a percentage in (0, 100]", arg);
   if (pct < GS_PCT_MIN)
-    return gs_make_error(err, 0, "--compute: '%s' is below the smallest share, %g", arg, GS_PCT_MIN);
+    return gs_make_error(err, 0, "--compute: '%s' is below the smallest share, %g", arg,
+                         GS_PCT_MIN);
   t->compute_ppm = (uint32_t) (pct * 10000.0 + 0.5);
   return 0;
 }
@@ -57,7 +58,8 @@ int run_tenant_set_slice(void *tenant, const char *arg, gs_error_t *err)
   errno = 0;
   long ms = strtol(arg, &end, 10);
   if (!*arg || *end || errno || ms < 1 || ms > 10000)
-    return gs_make_error(err, 0, "--slice-ms: '%s' is not a whole number of milliseconds in 1..10000", arg);
+    return gs_make_error(err, 0,
+                         "--slice-ms: '%s' is not a whole number of milliseconds in 1..10000", arg);
   t->slice_ms = (uint32_t) ms;
   return 0;
 }

@@ -48,7 +48,8 @@ int run_register(const struct run_tenant *t, gs_error_t *err)
   struct daemon_client *client = daemon_client_new(NULL, &e);
   if (client)
     daemon_client_set_timeout(client, REGISTER_TIMEOUT_MS);
-  int rc = client ? daemon_client_request(client, "POST", "/v1/tenants", body, NULL, NULL, &e) : DAEMON_ERR;
+  int rc = client ? daemon_client_request(client, "POST", "/v1/tenants", body, NULL, NULL, &e)
+                  : DAEMON_ERR;
   json_decref(body);
   daemon_client_free(client);
   registered = rc == 0;
@@ -78,7 +79,8 @@ void run_unregister(const struct run_tenant *t, int exit_status)
   if (client)
     daemon_client_set_timeout(client, REGISTER_TIMEOUT_MS);
   if (!client || daemon_client_request(client, "DELETE", path, NULL, NULL, NULL, &e) != 0) {
-    GS_LOG(GS_LOG_WARN, "run: tell the daemon tenant '%s' ended: %s", t->name, e ? e->msg : "no client");
+    GS_LOG(GS_LOG_WARN, "run: tell the daemon tenant '%s' ended: %s", t->name,
+           e ? e->msg : "no client");
     gs_error_release(&e);
   }
   daemon_client_free(client);

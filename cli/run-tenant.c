@@ -24,7 +24,8 @@ int run_tenant_set_vram(void *tenant, const char *arg, gs_error_t *err)
     return gs_error_prepend(err, "--vram");
   /* The API carries a limit as a JSON integer, which is signed 64-bit. */
   if (t->vram_bytes > (uint64_t) INT64_MAX)
-    return gs_make_error(err, 0, "--vram: bad size '%s': too large (at most %" PRId64 " bytes)", arg, INT64_MAX);
+    return gs_make_error(err, 0, "--vram: bad size '%s': too large (at most %" PRId64 " bytes)",
+                         arg, INT64_MAX);
   t->vram_set = true;
   return 0;
 }
@@ -35,7 +36,8 @@ int run_tenant_set_gpu(void *tenant, const char *arg, gs_error_t *err)
   char *end = NULL;
   long g = strtol(arg, &end, 10);
   if (!*arg || *end || g < 0 || g >= GS_LEDGER_MAX_GPUS)
-    return gs_make_error(err, 0, "--gpu: '%s' is not a GPU index (0..%d)", arg, GS_LEDGER_MAX_GPUS - 1);
+    return gs_make_error(err, 0, "--gpu: '%s' is not a GPU index (0..%d)", arg,
+                         GS_LEDGER_MAX_GPUS - 1);
   t->gpu = (int) g;
   return 0;
 }
@@ -58,7 +60,8 @@ int run_tenant_set_name(void *tenant, const char *arg, gs_error_t *err)
 {
   struct run_tenant *t = tenant;
   if (!gs_ledger_name_valid(arg))
-    return gs_make_error(err, 0, "--name: '%s' is not a tenant name (1-63 of A-Z a-z 0-9 . _ -)", arg);
+    return gs_make_error(err, 0, "--name: '%s' is not a tenant name (1-63 of A-Z a-z 0-9 . _ -)",
+                         arg);
   t->name = arg;
   return 0;
 }
@@ -74,7 +77,8 @@ int run_tenant_add_label(void *tenant, const char *arg, gs_error_t *err)
   if (!ok)
     return gs_make_error(err, 0, "--label: '%s' is not KEY=VALUE with KEY of A-Z a-z 0-9 _", arg);
   if (!gs_utf8_valid(eq + 1))
-    return gs_make_error(err, 0, "--label: the value of '%.*s' is not valid UTF-8", (int) (eq - arg), arg);
+    return gs_make_error(err, 0, "--label: the value of '%.*s' is not valid UTF-8",
+                         (int) (eq - arg), arg);
   size_t used = strlen(t->labels);
   if (used + strlen(arg) + 2 > sizeof(t->labels))
     return gs_make_error(err, 0, "--label: labels exceed %zu bytes", sizeof(t->labels) - 1);

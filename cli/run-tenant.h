@@ -13,19 +13,22 @@ struct run_tenant {
   char default_name[32];
   bool vram_set;
   uint64_t vram_bytes;
-  uint64_t vram_ppm;    /* non-zero when --vram was a percentage */
-  int gpu;              /* -1: the limit applies to every GPU */
+  uint64_t vram_ppm; /* non-zero when --vram was a percentage */
+  int gpu;           /* -1: the limit applies to every GPU */
   uint64_t context_reserve;
-  uint32_t compute_ppm;     /* 0: no compute limit */
-  uint32_t compute_policy;  /* enum gs_compute_policy */
-  uint32_t priority;        /* enum gs_priority */
-  uint32_t slice_ms;        /* 0: the GPU's default turn */
+  uint32_t compute_ppm;    /* 0: no compute limit */
+  uint32_t compute_policy; /* enum gs_compute_policy */
+  uint32_t priority;       /* enum gs_priority */
+  uint32_t slice_ms;       /* 0: the GPU's default turn */
   char labels[GS_LEDGER_LABELS_MAX];
   const char *dir;
   struct gs_ledger *ledger;
 };
 
-#define RUN_TENANT_INIT { .gpu = -1 }
+#define RUN_TENANT_INIT \
+  {                     \
+    .gpu = -1           \
+  }
 
 int run_tenant_set_vram(void *tenant, const char *arg, gs_error_t *err);
 int run_tenant_set_gpu(void *tenant, const char *arg, gs_error_t *err);

@@ -18,7 +18,11 @@
 #include "run-register.h"
 #include "run-tenant.h"
 
-#define ENTRY(n, a, fn, text) { .name = n, .arg = a, .kind = GS_OPT_CALL, .parse = fn, .help = text }
+#define ENTRY(n, a, fn, text)                                           \
+  {                                                                     \
+    .name = n, .arg = a, .kind = GS_OPT_CALL, .parse = fn, .help = text \
+  }
+// clang-format off
 static const struct gs_opt run_entries[] = {
   ENTRY("vram", "SIZE", run_tenant_set_vram,
         "Device memory limit: bytes, K/M/G/T (x1000), Ki/Mi/Gi/Ti (x1024), or a percentage of the device "
@@ -39,8 +43,10 @@ static const struct gs_opt run_entries[] = {
         "Ask the tenant's GPUs for exclusive turns of N ms (1..10000), weighted by share: honest time-slicing"),
   GS_OPT_HELP_ENTRY,
 };
+// clang-format on
 #undef ENTRY
 
+// clang-format off
 const struct gs_opt_table cli_run_table = {
   .verb = "run",
   .synopsis = "run [OPTIONS] [--] COMMAND [ARGS...]",
@@ -60,6 +66,7 @@ const struct gs_opt_table cli_run_table = {
   GS_OPT_ENTRIES(run_entries),
   .flags = GS_OPTS_ONCE,
 };
+// clang-format on
 
 static volatile sig_atomic_t child_pid;
 
@@ -76,7 +83,8 @@ static int parse_options(int argc, char **argv, struct run_tenant *t, int *next)
   if (r >= 0)
     return r;
   if (*next >= argc)
-    return cli_usage_error("run", "missing command (usage: gpuslice run [OPTIONS] [--] COMMAND [ARGS...])");
+    return cli_usage_error(
+      "run", "missing command (usage: gpuslice run [OPTIONS] [--] COMMAND [ARGS...])");
   return -1;
 }
 

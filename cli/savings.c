@@ -90,6 +90,7 @@ static int set_commit(void *dst, const char *arg, gs_error_t *err)
 
 static const char *const savings_terms[] = { "1y", "3y", NULL };
 #define OFF(f) offsetof(struct savings_opts, f)
+// clang-format off
 static const struct gs_opt savings_entries[] = {
   { .name = "monthly", .arg = "AMOUNT", .kind = GS_OPT_CALL, .parse = set_monthly,
     .help = "Today's monthly bill in $, e.g. 10000 or $10,000" },
@@ -112,8 +113,10 @@ static const struct gs_opt savings_entries[] = {
   { .name = "json", .kind = GS_OPT_FLAG, .offset = OFF(json), .help = "Machine-readable output (docs/cli.md)" },
   GS_OPT_HELP_ENTRY,
 };
+// clang-format on
 #undef OFF
 
+// clang-format off
 const struct gs_opt_table cli_savings_table = {
   .verb = "savings",
   .synopsis = "savings (--monthly AMOUNT | --gpus N --model MODEL) [OPTIONS]",
@@ -125,18 +128,22 @@ const struct gs_opt_table cli_savings_table = {
   .outro = "Exit status: 0 success, 1 failure, 2 usage error (bad numbers, unknown model, no price).\n",
   GS_OPT_ENTRIES(savings_entries),
 };
+// clang-format on
 
 /* What the options must say together: one bill, and a model wherever a price is read. */
 static int check_args(const struct savings_opts *o)
 {
   if (isnan(o->monthly) == isnan(o->gpus))
-    return cli_usage_error("savings", "give either --monthly or --gpus with --model "
+    return cli_usage_error("savings",
+                           "give either --monthly or --gpus with --model "
                            "(see gpuslice savings --help)");
   if (!isnan(o->gpus) && !o->model)
     return cli_usage_error("savings", "--gpus needs --model");
   if ((isnan(o->spot_d) || isnan(o->commit_d)) && !o->model)
-    return cli_usage_error("savings", "--%s without @DISCOUNT needs --model, to read the "
-                           "discount from the price table", isnan(o->spot_d) ? "spot" : "commit");
+    return cli_usage_error("savings",
+                           "--%s without @DISCOUNT needs --model, to read the "
+                           "discount from the price table",
+                           isnan(o->spot_d) ? "spot" : "commit");
   return -1;
 }
 
@@ -161,8 +168,10 @@ static int discount_from(const struct gs_price *p, double rate, const char *what
                          gs_error_t *err)
 {
   if (isnan(rate) || !(p->on_demand > 0))
-    return gs_make_error(err, 0, "no %s price for GPU model '%s' in the price table; give the "
-                         "discount as PCT@PCT", what, p->model);
+    return gs_make_error(err, 0,
+                         "no %s price for GPU model '%s' in the price table; give the "
+                         "discount as PCT@PCT",
+                         what, p->model);
   *out = rate < p->on_demand ? 1 - rate / p->on_demand : 0;
   return 0;
 }
@@ -183,12 +192,11 @@ static int apply_prices(struct savings_opts *o, const struct gs_price **used, gs
     if (!isnan(o->gpus))
       o->monthly = gs_monthly_cost(o->gpus, p->on_demand);
     r = (isnan(o->spot_d) && discount_from(p, p->spot, "spot", &o->spot_d, err) < 0) ||
-                (isnan(o->commit_d) &&
-                 discount_from(p, y3 ? p->commit_3y : p->commit_1y,
-                               y3 ? "3-year commitment" : "1-year commitment", &o->commit_d,
-                               err) < 0)
-            ? -1
-            : 0;
+        (isnan(o->commit_d) &&
+         discount_from(p, y3 ? p->commit_3y : p->commit_1y,
+                       y3 ? "3-year commitment" : "1-year commitment", &o->commit_d, err) < 0)
+      ? -1
+      : 0;
   }
   gs_price_table_free(t);
   return r;
@@ -236,7 +244,10 @@ static void print_text(const struct gs_stack_input *in, const struct gs_cost_ste
     step_cover(in, i, &cover, &disc);
     snprintf(c, sizeof(c), "%.4g%%", cover * 100);
     snprintf(d, sizeof(d), "%.4g%%", disc * 100);
-    const char *row[] = { step_names[i], c, d, fmt_money(b, sizeof(b), s[i].monthly_before),
+    const char *row[] = { step_names[i],
+                          c,
+                          d,
+                          fmt_money(b, sizeof(b), s[i].monthly_before),
                           fmt_money(a, sizeof(a), s[i].monthly_after),
                           fmt_money(v, sizeof(v), s[i].monthly_before - s[i].monthly_after) };
     table_add(tb, row);
@@ -245,8 +256,9 @@ static void print_text(const struct gs_stack_input *in, const struct gs_cost_ste
   double pct = first > 0 ? gs_cost_round((1 - last / first) * 100, 2) : 0;
   char saved[48];
   snprintf(v, sizeof(v), "%s (%g%%)", fmt_money(saved, sizeof(saved), first - last), pct);
-  const char *total[] = { "total", "", "", fmt_money(b, sizeof(b), first),
-                          fmt_money(a, sizeof(a), last), v };
+  const char *total[] = {
+    "total", "", "", fmt_money(b, sizeof(b), first), fmt_money(a, sizeof(a), last), v
+  };
   table_add(tb, total);
   if (p)
     printf("%s: $%g per GPU-hour on demand (%s, %s)\n", p->model, p->on_demand, p->source,
@@ -259,10 +271,10 @@ static json_t *step_json(const struct gs_stack_input *in, const struct gs_cost_s
 {
   double cover, disc;
   step_cover(in, i, &cover, &disc);
-  return json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "step", step_names[i], "what",
-                   s[i].what, "covers", cover, "discount", disc, "monthly_before",
-                   cents(s[i].monthly_before), "monthly_after", cents(s[i].monthly_after),
-                   "saved", cents(s[i].monthly_before - s[i].monthly_after));
+  return json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "step", step_names[i], "what", s[i].what,
+                   "covers", cover, "discount", disc, "monthly_before", cents(s[i].monthly_before),
+                   "monthly_after", cents(s[i].monthly_after), "saved",
+                   cents(s[i].monthly_before - s[i].monthly_after));
 }
 
 static void print_json(const struct gs_stack_input *in, const struct gs_cost_step *s,
@@ -272,13 +284,13 @@ static void print_json(const struct gs_stack_input *in, const struct gs_cost_ste
   json_t *steps = json_array();
   for (int i = 0; i < GS_COST_STACK_STEPS; i++)
     json_array_append_new(steps, step_json(in, s, i));
-  json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:o, s:o}", "monthly_before", cents(first),
-                        "monthly_after", cents(last), "saved", cents(first - last), "saved_pct",
-                        first > 0 ? gs_cost_round((1 - last / first) * 100, 2) : 0.0, "steps",
-                        steps, "price",
-                        p ? json_pack("{s:s, s:f, s:s, s:s}", "model", p->model, "on_demand",
-                                      p->on_demand, "source", p->source, "as_of", p->as_of)
-                          : json_null());
+  json_t *j =
+    json_pack("{s:f, s:f, s:f, s:f, s:o, s:o}", "monthly_before", cents(first), "monthly_after",
+              cents(last), "saved", cents(first - last), "saved_pct",
+              first > 0 ? gs_cost_round((1 - last / first) * 100, 2) : 0.0, "steps", steps, "price",
+              p ? json_pack("{s:s, s:f, s:s, s:s}", "model", p->model, "on_demand", p->on_demand,
+                            "source", p->source, "as_of", p->as_of)
+                : json_null());
   json_print_compact(j);
 }
 

@@ -16,7 +16,7 @@
 struct set_opts {
   const char *socket, *tenant, *vram;
   double compute;
-  long long gpu;      /* -1: every GPU */
+  long long gpu;        /* -1: every GPU */
   int policy, priority; /* indexes in set_policies and set_priorities; -1: unchanged */
   bool have_compute, compute_none, vram_none, json;
 };
@@ -59,6 +59,7 @@ static int set_vram(void *dst, const char *arg, gs_error_t *err)
 static const char *const set_policies[] = { "cap", "share", NULL };
 static const char *const set_priorities[] = { "high", "normal", "low", NULL };
 #define OFF(f) offsetof(struct set_opts, f)
+// clang-format off
 static const struct gs_opt set_entries[] = {
   { .name = "vram", .arg = "SIZE|none", .kind = GS_OPT_CALL, .parse = set_vram,
     .help = "Device memory limit per GPU, as gpuslice run --vram takes it: 8G, 512MiB, 25% of the GPU; "
@@ -78,8 +79,10 @@ static const struct gs_opt set_entries[] = {
   VERB_SOCKET_ENTRY(struct set_opts),
   GS_OPT_HELP_ENTRY,
 };
+// clang-format on
 #undef OFF
 
+// clang-format off
 const struct gs_opt_table cli_set_table = {
   .verb = "set",
   .synopsis = "set TENANT [--vram SIZE|none] [--gpu N] [--compute PCT|none] [OPTIONS]",
@@ -93,6 +96,7 @@ const struct gs_opt_table cli_set_table = {
   GS_OPT_ENTRIES(set_entries),
   .flags = GS_OPTS_PERMUTE,
 };
+// clang-format on
 
 /* TENANT, and what the options must say together. */
 static int check_args(int argc, char **argv, int next, struct set_opts *o)
@@ -112,7 +116,8 @@ static int check_args(int argc, char **argv, int next, struct set_opts *o)
   if (o->gpu >= 0 && !o->vram)
     return cli_usage_error("set", "--gpu applies to --vram: give --vram too");
   if (!o->vram && !o->have_compute && o->policy < 0 && o->priority < 0)
-    return cli_usage_error("set", "nothing to change: give --vram, --compute, --compute-policy "
+    return cli_usage_error("set",
+                           "nothing to change: give --vram, --compute, --compute-policy "
                            "or --priority");
   return -1;
 }

@@ -23,6 +23,7 @@ struct top_opts {
   bool once;
 };
 
+// clang-format off
 static const struct gs_opt top_entries[] = {
   { .name = "once", .kind = GS_OPT_FLAG, .offset = offsetof(struct top_opts, once),
     .help = "Print one frame as plain text and exit" },
@@ -32,7 +33,9 @@ static const struct gs_opt top_entries[] = {
   VERB_SOCKET_ENTRY(struct top_opts),
   GS_OPT_HELP_ENTRY,
 };
+// clang-format on
 
+// clang-format off
 const struct gs_opt_table cli_top_table = {
   .verb = "top",
   .synopsis = "top [--once] [--interval SECONDS] [--socket PATH]",
@@ -42,6 +45,7 @@ const struct gs_opt_table cli_top_table = {
   .outro = "Exit status: 0 success, 1 failure (no daemon answers, with --once), 2 usage error.\n",
   GS_OPT_ENTRIES(top_entries),
 };
+// clang-format on
 
 static void print_section(FILE *f, const char *title, struct table *t)
 {

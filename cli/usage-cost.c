@@ -31,15 +31,16 @@ static int node_model(const char *socket, char *out, size_t len)
   return CLI_OK;
 }
 
-static int on_demand_rate(const struct usage_cost_opts *o, const char *model, double *rate, char *canon,
-                          size_t len)
+static int on_demand_rate(const struct usage_cost_opts *o, const char *model, double *rate,
+                          char *canon, size_t len)
 {
   gs_error_t err = NULL;
   struct gs_price_table *t = NULL;
   int rc = o->prices ? gs_price_table_load(o->prices, &t, &err) : gs_price_table_default(&t, &err);
   const struct gs_price *p = rc == 0 ? gs_price_find(t, model, &err) : NULL;
   if (p && !isfinite(p->on_demand))
-    gs_make_error(&err, 0, "no on-demand price for '%s' in %s", p->model, o->prices ? o->prices : "the built-in table");
+    gs_make_error(&err, 0, "no on-demand price for '%s' in %s", p->model,
+                  o->prices ? o->prices : "the built-in table");
   else if (p) {
     *rate = p->on_demand;
     snprintf(canon, len, "%s", p->model);
@@ -59,12 +60,15 @@ static void add_row_costs(json_t *rows, const struct gs_cost_share *share, doubl
 {
   size_t i;
   json_t *row;
-  json_array_foreach(rows, i, row) {
-    double per_1k = gs_cost_per_1k(jnum(row, "gpu_seconds", 0), rate, jnum(row, "served_requests", 0));
-    json_object_set_new(row, "cost", json_pack("{s:o, s:o, s:o, s:o}", "used", money(share[i].used_cost), "idle",
-                                               money(share[i].idle_cost), "total",
-                                               money(share[i].used_cost + share[i].idle_cost), "per_1k_requests",
-                                               money(per_1k)));
+  json_array_foreach(rows, i, row)
+  {
+    double per_1k =
+      gs_cost_per_1k(jnum(row, "gpu_seconds", 0), rate, jnum(row, "served_requests", 0));
+    json_object_set_new(row, "cost",
+                        json_pack("{s:o, s:o, s:o, s:o}", "used", money(share[i].used_cost), "idle",
+                                  money(share[i].idle_cost), "total",
+                                  money(share[i].used_cost + share[i].idle_cost), "per_1k_requests",
+                                  money(per_1k)));
   }
 }
 
@@ -83,11 +87,13 @@ static int attribute(json_t *reply, double rate, const char *model)
     in[i].allocated_gpu_seconds = jnum(json_array_get(rows, i), "allocated_gpu_seconds", 0);
     allocated += fmax(in[i].allocated_gpu_seconds, in[i].used_gpu_seconds);
   }
-  int rc = gs_cost_attribute(in, (int) n, capacity >= 0 ? capacity : allocated, rate, share, &tot, &err);
+  int rc =
+    gs_cost_attribute(in, (int) n, capacity >= 0 ? capacity : allocated, rate, share, &tot, &err);
   if (rc == 0) {
     add_row_costs(rows, share, rate);
     json_object_set_new(reply, "cost",
-                        json_pack("{s:s, s:f, s:o, s:o, s:o, s:o}", "model", model, "price_per_gpu_hour", rate, "capacity",
+                        json_pack("{s:s, s:f, s:o, s:o, s:o, s:o}", "model", model,
+                                  "price_per_gpu_hour", rate, "capacity",
                                   capacity >= 0 ? money(tot.capacity_cost) : json_null(), "used",
                                   money(tot.used_cost), "idle", money(tot.idle_cost), "unallocated",
                                   capacity >= 0 ? money(tot.unallocated_cost) : json_null()));
@@ -101,7 +107,8 @@ int usage_cost_add(json_t *reply, const struct usage_cost_opts *o)
 {
   char model[96], canon[24];
   double rate = 0;
-  int r = o->model ? (snprintf(model, sizeof(model), "%s", o->model), CLI_OK) : node_model(o->socket, model, sizeof(model));
+  int r = o->model ? (snprintf(model, sizeof(model), "%s", o->model), CLI_OK)
+                   : node_model(o->socket, model, sizeof(model));
   if (r != CLI_OK || (r = on_demand_rate(o, model, &rate, canon, sizeof(canon))) != CLI_OK)
     return r;
   return attribute(reply, rate, canon);
@@ -118,25 +125,34 @@ static const char *dollars(char *buf, const json_t *v)
 void usage_cost_print(const json_t *reply, const char *by)
 {
   const json_t *cost = json_object_get(reply, "cost"), *row;
-  const char *headers[] = { by, "GPU-HOURS", "HELD-HOURS", "USED", "IDLE", "TOTAL", "PER-1K-REQUESTS" };
+  const char *headers[] = { by,     "GPU-HOURS", "HELD-HOURS",     "USED",
+                            "IDLE", "TOTAL",     "PER-1K-REQUESTS" };
   struct table *t = table_new(7, "lrrrrrr", headers);
   size_t i;
-  json_array_foreach(json_object_get(reply, "rows"), i, row) {
-    char gh[TABLE_CELL], ah[TABLE_CELL], u[TABLE_CELL], d[TABLE_CELL], tot[TABLE_CELL], k[TABLE_CELL];
+  json_array_foreach(json_object_get(reply, "rows"), i, row)
+  {
+    char gh[TABLE_CELL], ah[TABLE_CELL], u[TABLE_CELL], d[TABLE_CELL], tot[TABLE_CELL],
+      k[TABLE_CELL];
     const json_t *c = json_object_get(row, "cost");
-    const char *cells[] = { jstr(row, "key"), fmt_number(gh, jnum(row, "gpu_seconds", 0) / 3600, 3),
+    const char *cells[] = { jstr(row, "key"),
+                            fmt_number(gh, jnum(row, "gpu_seconds", 0) / 3600, 3),
                             fmt_number(ah, jnum(row, "allocated_gpu_seconds", 0) / 3600, 3),
-                            dollars(u, json_object_get(c, "used")), dollars(d, json_object_get(c, "idle")),
-                            dollars(tot, json_object_get(c, "total")), dollars(k, json_object_get(c, "per_1k_requests")) };
+                            dollars(u, json_object_get(c, "used")),
+                            dollars(d, json_object_get(c, "idle")),
+                            dollars(tot, json_object_get(c, "total")),
+                            dollars(k, json_object_get(c, "per_1k_requests")) };
     table_add(t, cells);
   }
   char cap[TABLE_CELL], used[TABLE_CELL], idle[TABLE_CELL], un[TABLE_CELL];
-  printf("Cost at %s on demand, $%.4f per GPU-hour\n\n", jstr(cost, "model"), jnum(cost, "price_per_gpu_hour", 0));
+  printf("Cost at %s on demand, $%.4f per GPU-hour\n\n", jstr(cost, "model"),
+         jnum(cost, "price_per_gpu_hour", 0));
   table_print(t, stdout);
   table_free(t);
   printf("\nNode: capacity %s = used %s + idle (held, unused) %s + unallocated %s\n",
-         dollars(cap, json_object_get(cost, "capacity")), dollars(used, json_object_get(cost, "used")),
-         dollars(idle, json_object_get(cost, "idle")), dollars(un, json_object_get(cost, "unallocated")));
+         dollars(cap, json_object_get(cost, "capacity")),
+         dollars(used, json_object_get(cost, "used")), dollars(idle, json_object_get(cost, "idle")),
+         dollars(un, json_object_get(cost, "unallocated")));
   if (!json_is_number(json_object_get(cost, "capacity")))
-    printf("(capacity and unallocated cost need the whole node's report: root or the gpuslice group)\n");
+    printf(
+      "(capacity and unallocated cost need the whole node's report: root or the gpuslice group)\n");
 }

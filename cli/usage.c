@@ -22,13 +22,14 @@ struct usage_opts {
 /* label:KEY with KEY a label name as run --label takes it, short enough for a ledger's labels. */
 static bool valid_by(const char *by)
 {
-  static const char name_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
+  static const char name_chars[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
   if (strcmp(by, "tenant") == 0 || strcmp(by, "user") == 0)
     return true;
   const char *key = by + 6;
   size_t n = strlen(key);
-  return strncmp(by, "label:", 6) == 0 && n > 0 && n < GS_LEDGER_LABELS_MAX && strspn(key, name_chars) == n &&
-         !isdigit((unsigned char) key[0]);
+  return strncmp(by, "label:", 6) == 0 && n > 0 && n < GS_LEDGER_LABELS_MAX &&
+    strspn(key, name_chars) == n && !isdigit((unsigned char) key[0]);
 }
 
 /* "30m", "24h", "7d", "2w", "90s": digits, optionally a fraction, then one unit. */
@@ -66,7 +67,7 @@ static bool valid_rfc3339(const char *s)
     return true;
   int hh, mm, n = 0;
   return (*p == '+' || *p == '-') && sscanf(p + 1, "%2d:%2d%n", &hh, &mm, &n) == 2 &&
-         p[1 + n] == '\0' && n == 5;
+    p[1 + n] == '\0' && n == 5;
 }
 
 static bool valid_since(const char *s)
@@ -77,6 +78,7 @@ static bool valid_since(const char *s)
 }
 
 #define OFF(f) offsetof(struct usage_opts, f)
+// clang-format off
 static const struct gs_opt usage_entries[] = {
   { .name = "by", .arg = "GROUP", .kind = GS_OPT_STRING, .offset = OFF(by), .def = "tenant", .valid = valid_by,
     .want = "tenant, user or label:KEY", .help = "tenant, user, or label:KEY (e.g. label:team)" },
@@ -98,8 +100,10 @@ static const struct gs_opt usage_entries[] = {
   VERB_SOCKET_ENTRY(struct usage_opts),
   GS_OPT_HELP_ENTRY,
 };
+// clang-format on
 #undef OFF
 
+// clang-format off
 const struct gs_opt_table cli_usage_table = {
   .verb = "usage",
   .synopsis = "usage [--by tenant|user|label:KEY] [--since AGE|TIME] [--json|--csv]\n"
@@ -110,6 +114,7 @@ const struct gs_opt_table cli_usage_table = {
   .outro = "Exit status: 0 success, 1 failure (no daemon answers, the daemon refuses), 2 usage error.\n",
   GS_OPT_ENTRIES(usage_entries),
 };
+// clang-format on
 
 static int parse_args(int argc, char **argv, struct usage_opts *o)
 {
@@ -154,8 +159,10 @@ static void print_csv(const json_t *rows, bool cost)
   size_t i;
   const json_t *row;
   printf("key,tenants,gpu_seconds,vram_byte_seconds,vram_gib_hours,wall_seconds,served_requests,"
-         "allocated_gpu_seconds%s\n", cost ? ",used_cost,idle_cost,total_cost,cost_per_1k_requests" : "");
-  json_array_foreach(rows, i, row) {
+         "allocated_gpu_seconds%s\n",
+         cost ? ",used_cost,idle_cost,total_cost,cost_per_1k_requests" : "");
+  json_array_foreach(rows, i, row)
+  {
     const char *key = jstr(row, "key");
     csv_field(key ? key : "");
     printf(",%.0f,%.15g,%.15g,%.15g,%.15g,%.0f,%.15g", jnum(row, "tenants", 0),
@@ -183,7 +190,8 @@ static void print_table(const json_t *reply, const char *by)
   struct table *t = table_new(5, "lrrrr", headers);
   size_t i;
   const json_t *row;
-  json_array_foreach(rows, i, row) {
+  json_array_foreach(rows, i, row)
+  {
     char n[TABLE_CELL], gh[TABLE_CELL], vh[TABLE_CELL], wh[TABLE_CELL];
     const char *cells[] = { jstr(row, "key"), fmt_number(n, jnum(row, "tenants", 0), 0),
                             fmt_number(gh, jnum(row, "gpu_seconds", 0) / 3600, 3),

@@ -60,9 +60,9 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct api_
 {
   char *text = r->json ? json_dumps(r->json, JSON_COMPACT) : NULL;
   size_t len = text ? strlen(text) : 0;
-  struct MHD_Response *resp =
-    text ? MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE)
-         : MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+  struct MHD_Response *resp = text
+    ? MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE)
+    : MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
   if (!resp) {
     free(text);
     return MHD_NO;
@@ -102,19 +102,22 @@ static int parse_body(struct api_req *rq, const struct conn_state *cs, struct ap
   }
   rq->body = json_loadb(cs->buf, cs->len, JSON_REJECT_DUPLICATES, &jerr);
   if (!rq->body)
-    return api_error(r, 400, "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column), -1;
+    return api_error(r, 400, "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line,
+                     jerr.column),
+           -1;
   if (!json_is_object(rq->body))
     return api_error(r, 400, "invalid JSON: the body must be an object"), -1;
   return 0;
 }
 
-static enum MHD_Result handle(struct daemon *d, struct MHD_Connection *conn, const char *url, const char *method,
-                              struct conn_state *cs)
+static enum MHD_Result handle(struct daemon *d, struct MHD_Connection *conn, const char *url,
+                              const char *method, struct conn_state *cs)
 {
   struct api_req rq = { .d = d, .method = method, .path = url, .query = query_arg, .conn = conn };
   struct api_reply r = { 0 };
   gs_error_t err = NULL;
-  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  const union MHD_ConnectionInfo *ci =
+    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
   if (!ci || access_peer(ci->connect_fd, d->cfg.admin_group, &rq.peer, &err) < 0) {
     gs_error_release(&err);
     return send_error(conn, 403, "cannot tell who is calling (SO_PEERCRED)");
@@ -130,12 +133,14 @@ static enum MHD_Result handle(struct daemon *d, struct MHD_Connection *conn, con
 
 static bool declared_too_big(struct MHD_Connection *conn)
 {
-  const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  const char *cl =
+    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
   return cl && strtoull(cl, NULL, 10) > DAEMON_BODY_MAX;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
 {
   struct conn_state *cs = *con_cls;
   (void) version;
@@ -162,7 +167,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   return handle(cls, conn, url, method, cs);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode code)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode code)
 {
   struct conn_state *cs = *con_cls;
   (void) cls;
@@ -228,7 +234,8 @@ static int listen_unix(const char *path, unsigned mode, gs_error_t *err)
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return gs_make_error(err, errno, "socket");
-  if (bind(fd, (struct sockaddr *) &addr, sizeof(addr)) < 0 || chmod(path, mode) < 0 || listen(fd, 64) < 0) {
+  if (bind(fd, (struct sockaddr *) &addr, sizeof(addr)) < 0 || chmod(path, mode) < 0 ||
+      listen(fd, 64) < 0) {
     int e = errno;
     close(fd);
     return gs_make_error(err, e, "listen on '%s'", path);
@@ -241,11 +248,11 @@ int api_http_start(struct daemon *d, gs_error_t *err)
   int fd = listen_unix(d->cfg.socket, d->cfg.socket_mode, err);
   if (fd < 0)
     return -1;
-  d->api = MHD_start_daemon(MHD_USE_EPOLL, 0, NULL, NULL, on_request, d, MHD_OPTION_LISTEN_SOCKET, fd,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape,
-                            NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned) 10, MHD_OPTION_CONNECTION_LIMIT, (unsigned) 256,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) (16 * 1024), MHD_OPTION_END);
+  d->api = MHD_start_daemon(
+    MHD_USE_EPOLL, 0, NULL, NULL, on_request, d, MHD_OPTION_LISTEN_SOCKET, fd,
+    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 10, MHD_OPTION_CONNECTION_LIMIT, (unsigned) 256,
+    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) (16 * 1024), MHD_OPTION_END);
   if (!d->api) {
     close(fd);
     unlink(d->cfg.socket);

@@ -8,14 +8,13 @@
 
 json_t *api_health_json(const struct daemon *d)
 {
-  return json_pack("{s:s, s:s, s:i, s:f, s:i, s:i, s:I, s:I, s:f, s:f, s:f}", "status", "ok", "version", GS_VERSION,
-                   "pid",
-                   (int) getpid(), "uptime_s",
-                   daemon_uptime(d), "gpus", d->snap.ngpus, "tenants", d->reg.n, "samples_total",
-                   (json_int_t) d->health.samples_total, "sample_errors_total",
-                   (json_int_t) d->health.sample_errors_total, "last_sample_duration_s",
-                   d->health.last_sample_duration_s, "sample_seconds_total", d->health.sample_seconds_total,
-                   "nvml_seconds_total", d->health.nvml_seconds_total);
+  return json_pack(
+    "{s:s, s:s, s:i, s:f, s:i, s:i, s:I, s:I, s:f, s:f, s:f}", "status", "ok", "version",
+    GS_VERSION, "pid", (int) getpid(), "uptime_s", daemon_uptime(d), "gpus", d->snap.ngpus,
+    "tenants", d->reg.n, "samples_total", (json_int_t) d->health.samples_total,
+    "sample_errors_total", (json_int_t) d->health.sample_errors_total, "last_sample_duration_s",
+    d->health.last_sample_duration_s, "sample_seconds_total", d->health.sample_seconds_total,
+    "nvml_seconds_total", d->health.nvml_seconds_total);
 }
 
 static int tenants_on(const struct daemon *d, int g)
@@ -28,12 +27,13 @@ static int tenants_on(const struct daemon *d, int g)
 
 static json_t *gpu_json(const struct daemon *d, const struct gs_snap_gpu *g)
 {
-  return json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:i, s:f, s:i, s:i, s:i, s:i, s:i}", "index", g->index, "uuid",
-                   g->uuid, "name", g->model, "pci_bus_id", g->pci_bus_id, "memory_total_bytes",
-                   (json_int_t) g->fb_total_bytes, "memory_used_bytes", (json_int_t) g->fb_used_bytes,
-                   "utilization_pct", (int) g->util_pct, "power_w", g->power_mw / 1000.0, "temperature_c",
-                   (int) g->temp_c, "sm_clock_mhz", (int) g->sm_clock_mhz, "mem_clock_mhz", (int) g->mem_clock_mhz,
-                   "tenants", tenants_on(d, g->index), "processes", nvml_process_count(d->nvml, g->index));
+  return json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:i, s:f, s:i, s:i, s:i, s:i, s:i}", "index",
+                   g->index, "uuid", g->uuid, "name", g->model, "pci_bus_id", g->pci_bus_id,
+                   "memory_total_bytes", (json_int_t) g->fb_total_bytes, "memory_used_bytes",
+                   (json_int_t) g->fb_used_bytes, "utilization_pct", (int) g->util_pct, "power_w",
+                   g->power_mw / 1000.0, "temperature_c", (int) g->temp_c, "sm_clock_mhz",
+                   (int) g->sm_clock_mhz, "mem_clock_mhz", (int) g->mem_clock_mhz, "tenants",
+                   tenants_on(d, g->index), "processes", nvml_process_count(d->nvml, g->index));
 }
 
 int api_node_health(struct api_req *rq, struct api_reply *r)

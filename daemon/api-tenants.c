@@ -34,10 +34,10 @@ static json_t *violation_json(const struct tenant_gpu *tg)
 {
   if (!tg->vram_over_bytes && !tg->compute_over_ppm)
     return json_null();
-  return json_pack("{s:I, s:I, s:f, s:I, s:I}", "nvml_vram_bytes", (json_int_t) tg->nvml_bytes, "vram_over_bytes",
-                   (json_int_t) tg->vram_over_bytes, "compute_over_pct", tg->compute_over_ppm / 1e4,
-                   "vram_violations", (json_int_t) tg->vram_violations, "compute_violations",
-                   (json_int_t) tg->compute_violations);
+  return json_pack("{s:I, s:I, s:f, s:I, s:I}", "nvml_vram_bytes", (json_int_t) tg->nvml_bytes,
+                   "vram_over_bytes", (json_int_t) tg->vram_over_bytes, "compute_over_pct",
+                   tg->compute_over_ppm / 1e4, "vram_violations", (json_int_t) tg->vram_violations,
+                   "compute_violations", (json_int_t) tg->compute_violations);
 }
 
 static json_t *gpus_json(const struct daemon *d, const struct tenant *t)
@@ -48,21 +48,25 @@ static json_t *gpus_json(const struct daemon *d, const struct tenant *t)
       continue;
     const struct tenant_gpu *tg = &t->gpu[g];
     json_array_append_new(
-      a, json_pack("{s:i, s:I, s:o, s:I, s:f, s:f, s:f, s:o}", "index", g, "vram_used_bytes", (json_int_t) tg->used_bytes,
-                   "vram_limit_bytes", limit_or_null(atomic_load(&t->limits->limit_bytes[g])), "vram_peak_bytes",
-                   (json_int_t) tg->peak_bytes, "compute_share", tg->share_ppm / 1e6, "gpu_seconds",
-                   tg->gpu_ns / 1e9, "throttled_seconds", tg->throttled_ns / 1e9, "violation", violation_json(tg)));
+      a,
+      json_pack("{s:i, s:I, s:o, s:I, s:f, s:f, s:f, s:o}", "index", g, "vram_used_bytes",
+                (json_int_t) tg->used_bytes, "vram_limit_bytes",
+                limit_or_null(atomic_load(&t->limits->limit_bytes[g])), "vram_peak_bytes",
+                (json_int_t) tg->peak_bytes, "compute_share", tg->share_ppm / 1e6, "gpu_seconds",
+                tg->gpu_ns / 1e9, "throttled_seconds", tg->throttled_ns / 1e9, "violation",
+                violation_json(tg)));
   }
   return a;
 }
 
 json_t *api_tenant_json(const struct daemon *d, const struct tenant *t)
 {
-  return json_pack("{s:s, s:I, s:s, s:I, s:s, s:o, s:o, s:o, s:o, s:I}", "name", t->name, "uid", (json_int_t) t->uid,
-                   "user", t->user, "pid", (json_int_t) t->owner_pid, "state", t->exited ? "exited" : "running",
-                   "started_at", api_time_json((double) (t->created_unix_ns / 1000000000ULL)), "labels", tenant_json_labels(t->labels), "limits",
-                   limits_json(t->limits), "gpus", gpus_json(d, t), "served_requests",
-                   (json_int_t) t->served_requests);
+  return json_pack("{s:s, s:I, s:s, s:I, s:s, s:o, s:o, s:o, s:o, s:I}", "name", t->name, "uid",
+                   (json_int_t) t->uid, "user", t->user, "pid", (json_int_t) t->owner_pid, "state",
+                   t->exited ? "exited" : "running", "started_at",
+                   api_time_json((double) (t->created_unix_ns / 1000000000ULL)), "labels",
+                   tenant_json_labels(t->labels), "limits", limits_json(t->limits), "gpus",
+                   gpus_json(d, t), "served_requests", (json_int_t) t->served_requests);
 }
 
 int api_tenants_list(struct api_req *rq, struct api_reply *r)
@@ -92,7 +96,8 @@ static void request_from_reg(const struct tenant_json_reg *reg, struct tenant_re
   req->pid = (pid_t) reg->pid;
   req->ledger_dir = reg->state_dir;
   req->labels = reg->labels;
-  req->limits_given = reg->vram_given || reg->compute_given[0] || reg->compute_given[1] || reg->compute_given[2];
+  req->limits_given =
+    reg->vram_given || reg->compute_given[0] || reg->compute_given[1] || reg->compute_given[2];
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
     bool here = reg->gpu < 0 || reg->gpu == g;
     req->limit_ppm[g] = here ? reg->lim.vram_ppm : 0;
@@ -135,14 +140,15 @@ int api_tenants_register(struct api_req *rq, struct api_reply *r)
      * be handed that tenant, and end it when its own command ends. */
     registry_sample(&d->reg);
     if (!old->exited && !registry_same_tenant(&d->reg, old, &req))
-      return old->uid != rq->peer.uid ? api_error(r, 409, "tenant '%s' is registered by another user", req.name)
-                                      : api_error(r, 409, "tenant '%s' is already running", req.name);
+      return old->uid != rq->peer.uid
+        ? api_error(r, 409, "tenant '%s' is registered by another user", req.name)
+        : api_error(r, 409, "tenant '%s' is already running", req.name);
     if (!old->exited)
       return api_ok(r, 200, api_tenant_json(d, old));
     sampler_end_tenant(d, old, -1);
   }
-  struct tenant *t = registry_add(&d->reg, &req, rq->peer.uid, rq->peer.admin, d->gpu_totals, d->snap.ngpus,
-                                  &status, &err);
+  struct tenant *t = registry_add(&d->reg, &req, rq->peer.uid, rq->peer.admin, d->gpu_totals,
+                                  d->snap.ngpus, &status, &err);
   if (!t) {
     api_error(r, (unsigned) status, "%s", err->msg);
     gs_error_release(&err);
@@ -178,7 +184,8 @@ static int vram_patch(const json_t *v, uint64_t *bytes, uint32_t *ppm, struct ap
   size_t n = strlen(s);
   bool pct = n && s[n - 1] == '%';
   if (!json_is_string(v) || gs_parse_size(s, pct ? 1000000 : 0, &x, &err) < 0) {
-    api_error(r, 400, "field 'vram': %s", err ? err->msg : "want a size such as \"8G\", a number of bytes, or null");
+    api_error(r, 400, "field 'vram': %s",
+              err ? err->msg : "want a size such as \"8G\", a number of bytes, or null");
     gs_error_release(&err);
     return -1;
   }
@@ -209,19 +216,23 @@ int api_tenant_show(struct api_req *rq, struct api_reply *r)
 
 /* What an admin set is a ceiling: the tenant's owner may lower a limit, never raise it past
  * that, nor lift it. True, with a 403 in r, when the change would. */
-static bool vram_over_ceiling(struct api_req *rq, const struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm,
-                              struct api_reply *r)
+static bool vram_over_ceiling(struct api_req *rq, const struct tenant *t, int gpu, uint64_t bytes,
+                              uint32_t ppm, struct api_reply *r)
 {
   int g = registry_vram_above_ceiling(t, gpu, bytes, ppm, rq->d->gpu_totals, rq->d->snap.ngpus);
   if (g < 0)
     return false;
   uint64_t c = atomic_load(&t->limits->ceiling_bytes[g]);
   if (c % (1 << 20) == 0)
-    api_error(r, 403, "tenant '%s': GPU %d's memory limit may not go above the ceiling an admin set, %llu MiB",
-              t->name, g, (unsigned long long) (c >> 20));
+    api_error(
+      r, 403,
+      "tenant '%s': GPU %d's memory limit may not go above the ceiling an admin set, %llu MiB",
+      t->name, g, (unsigned long long) (c >> 20));
   else
-    api_error(r, 403, "tenant '%s': GPU %d's memory limit may not go above the ceiling an admin set, %llu bytes",
-              t->name, g, (unsigned long long) c);
+    api_error(
+      r, 403,
+      "tenant '%s': GPU %d's memory limit may not go above the ceiling an admin set, %llu bytes",
+      t->name, g, (unsigned long long) c);
   return true;
 }
 
@@ -274,8 +285,8 @@ int api_tenant_end(struct api_req *rq, struct api_reply *r)
   registry_sample(&rq->d->reg);
   int live = t->exited ? 0 : tenant_live_procs(t, rq->peer.pid);
   if (live > 0)
-    return api_error(r, 409, "tenant '%s' still has %d running process%s: it ends when they do", t->name, live,
-                     live == 1 ? "" : "es");
+    return api_error(r, 409, "tenant '%s' still has %d running process%s: it ends when they do",
+                     t->name, live, live == 1 ? "" : "es");
   sampler_end_tenant(rq->d, t, (int) status);
   return api_ok(r, 204, NULL);
 }

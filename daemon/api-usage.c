@@ -23,7 +23,8 @@ static bool rfc3339_tail(const char *p, double *frac, long *off)
   }
   if ((*end == 'Z' || *end == 'z') && !end[1])
     return true;
-  if ((*end != '+' && *end != '-') || sscanf(end + 1, "%2d:%2d%n", &hh, &mm, &n) != 2 || n != 5 || end[6])
+  if ((*end != '+' && *end != '-') || sscanf(end + 1, "%2d:%2d%n", &hh, &mm, &n) != 2 || n != 5 ||
+      end[6])
     return false;
   *off = (*end == '-' ? -1 : 1) * (hh * 3600L + mm * 60L);
   return true;
@@ -56,7 +57,8 @@ static bool by_valid(const char *by)
   if (strcmp(by, "tenant") == 0 || strcmp(by, "user") == 0)
     return true;
   return strncmp(by, "label:", 6) == 0 && by[6] &&
-         strspn(by + 6, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(by + 6);
+    strspn(by + 6, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+    strlen(by + 6);
 }
 
 int api_usage_report(struct api_req *rq, struct api_reply *r)
@@ -69,8 +71,10 @@ int api_usage_report(struct api_req *rq, struct api_reply *r)
     return api_error(r, 400, "query 'by': want tenant, user or label:KEY");
   double since = since_arg && *since_arg ? parse_since(since_arg, now) : 0;
   if (since < 0)
-    return api_error(r, 400, "query 'since': want a duration such as 2w, 7d, 24h, 30m, or an RFC 3339 time");
-  json_t *rows = usage_db_usage(rq->d->db, by, since, now + 1, rq->peer.admin ? (uid_t) -1 : rq->peer.uid, &err);
+    return api_error(
+      r, 400, "query 'since': want a duration such as 2w, 7d, 24h, 30m, or an RFC 3339 time");
+  json_t *rows =
+    usage_db_usage(rq->d->db, by, since, now + 1, rq->peer.admin ? (uid_t) -1 : rq->peer.uid, &err);
   if (!rows) {
     api_error(r, 500, "%s", err->msg);
     gs_error_release(&err);
@@ -79,9 +83,11 @@ int api_usage_report(struct api_req *rq, struct api_reply *r)
   /* What the node's GPUs could have given over the part of the range the ledger covers; only
    * in a report of every tenant, where what is not allocated is known. */
   double first = usage_db_first_start(rq->d->db, since, now + 1);
-  double from = first > since ? first : since, capacity = first > 0 && now > from ? rq->d->snap.ngpus * (now - from) : 0;
+  double from = first > since ? first : since,
+         capacity = first > 0 && now > from ? rq->d->snap.ngpus * (now - from) : 0;
   return api_ok(r, 200,
-                json_pack("{s:o, s:o, s:s, s:o, s:i, s:o}", "since", api_time_json(since), "until", api_time_json(now),
-                          "by", by, "rows", rows, "gpus", rq->d->snap.ngpus, "capacity_gpu_seconds",
+                json_pack("{s:o, s:o, s:s, s:o, s:i, s:o}", "since", api_time_json(since), "until",
+                          api_time_json(now), "by", by, "rows", rows, "gpus", rq->d->snap.ngpus,
+                          "capacity_gpu_seconds",
                           rq->peer.admin ? json_real(capacity) : json_null()));
 }

@@ -10,9 +10,9 @@ struct api_req {
   struct daemon *d;
   struct peer peer;
   const char *method;
-  const char *path;   /* without the query string */
-  char arg[256];      /* the path segment a route's "{}" matched (a tenant's name), else "" */
-  json_t *body;       /* the parsed JSON body of POST and PATCH (an object), else NULL */
+  const char *path; /* without the query string */
+  char arg[256];    /* the path segment a route's "{}" matched (a tenant's name), else "" */
+  json_t *body;     /* the parsed JSON body of POST and PATCH (an object), else NULL */
   /* The value of query argument `name`, or NULL. */
   const char *(*query)(const struct api_req *rq, const char *name);
   void *conn;
@@ -33,7 +33,8 @@ struct api_route {
 };
 
 /* Fills r with {"error": "..."} and status; returns 0 so a route can `return api_error(...)`. */
-int api_error(struct api_reply *r, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int api_error(struct api_reply *r, unsigned status, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
 /* Fills r with json (taking it) and status. Returns 0. */
 int api_ok(struct api_reply *r, unsigned status, json_t *json);
 
@@ -47,8 +48,8 @@ bool api_path_matches(const char *pattern, const char *path, char *arg, size_t l
 /* The handlers: api-node.c */
 api_handler api_node_health, api_node_gpus;
 /* api-tenants.c: rq->arg names the tenant where the route has one */
-api_handler api_tenants_list, api_tenants_register, api_tenant_show, api_tenant_patch, api_tenant_end,
-  api_tenant_served;
+api_handler api_tenants_list, api_tenants_register, api_tenant_show, api_tenant_patch,
+  api_tenant_end, api_tenant_served;
 /* api-usage.c */
 api_handler api_usage_report;
 

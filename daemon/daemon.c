@@ -67,8 +67,10 @@ static void check_socket_dir(const struct daemon_config *c)
   const char *slash = strrchr(c->socket, '/');
   size_t n = slash ? (size_t) (slash - c->socket) : 0;
   if (!slash || strlen(c->state_dir) != n || strncmp(c->socket, c->state_dir, n) != 0)
-    GS_LOG(GS_LOG_WARN, "socket %s is not in the state dir %s: tenants' processes will not find their limits files",
-           c->socket, c->state_dir);
+    GS_LOG(
+      GS_LOG_WARN,
+      "socket %s is not in the state dir %s: tenants' processes will not find their limits files",
+      c->socket, c->state_dir);
 }
 
 static int start(struct daemon *d, gs_error_t *err)
@@ -79,7 +81,8 @@ static int start(struct daemon *d, gs_error_t *err)
     return -1;
   /* The lock comes before the usage ledger and any adoption: two daemons on one state dir
    * would both adopt every tenant and write every interval twice. */
-  if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 || state_dir_lock(d->cfg.state_dir, &d->state_lock, err) < 0 ||
+  if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 ||
+      state_dir_lock(d->cfg.state_dir, &d->state_lock, err) < 0 ||
       usage_db_open(d->cfg.ledger, &d->db, err) < 0)
     return -1;
   registry_init(&d->reg, d->cfg.state_dir, d->cfg.admin_group);
@@ -92,8 +95,8 @@ static int start(struct daemon *d, gs_error_t *err)
   if (api_http_start(d, err) < 0 || metrics_http_start(d, err) < 0)
     return -1;
   state_dir_note_socket(d);
-  GS_LOG(GS_LOG_INFO, "serving on %s, metrics on %s; %d GPU(s), %d tenant(s) adopted", d->cfg.socket,
-         d->cfg.metrics_listen, d->snap.ngpus, d->reg.n);
+  GS_LOG(GS_LOG_INFO, "serving on %s, metrics on %s; %d GPU(s), %d tenant(s) adopted",
+         d->cfg.socket, d->cfg.metrics_listen, d->snap.ngpus, d->reg.n);
   return 0;
 }
 
@@ -152,8 +155,10 @@ static int mhd_timeout(struct daemon *d)
 
 static void loop(struct daemon *d, int sfd, int tfd)
 {
-  struct pollfd p[4] = { { .fd = sfd, .events = POLLIN }, { .fd = tfd, .events = POLLIN },
-                         { .fd = epoll_fd(d->api), .events = POLLIN }, { .fd = epoll_fd(d->metrics), .events = POLLIN } };
+  struct pollfd p[4] = { { .fd = sfd, .events = POLLIN },
+                         { .fd = tfd, .events = POLLIN },
+                         { .fd = epoll_fd(d->api), .events = POLLIN },
+                         { .fd = epoll_fd(d->metrics), .events = POLLIN } };
   uint64_t ticks;
   for (;;) {
     if (poll(p, 4, mhd_timeout(d)) < 0 && errno != EINTR)

@@ -41,16 +41,16 @@ struct daemon_config {
   char *config_file;
   char *socket;
   unsigned socket_mode;
-  char *metrics_listen;  /* "ADDR:PORT", or "off" */
+  char *metrics_listen; /* "ADDR:PORT", or "off" */
   char *ledger;
   char *state_dir;
-  double interval;       /* seconds between samples */
+  double interval; /* seconds between samples */
   char *admin_group;
   char *log_level;
   bool foreground;
-  bool print_config;     /* --print-config: print the sample config and exit */
-  int verify;            /* enum verify_mode: check NVML's accounting against the limits */
-  int violation_action;  /* enum violation_action */
+  bool print_config;    /* --print-config: print the sample config and exit */
+  int verify;           /* enum verify_mode: check NVML's accounting against the limits */
+  int violation_action; /* enum violation_action */
 };
 
 enum verify_mode { VERIFY_ON, VERIFY_OFF };
@@ -112,16 +112,17 @@ struct tenant {
   uint64_t created_unix_ns;
   char ledger_dir[1024];
   char labels[GS_LEDGER_LABELS_MAX];
-  struct gs_limits *limits;      /* daemon-owned, mapped read-write */
-  int64_t db_id;                 /* row in the usage ledger's tenants table, 0 until written */
+  struct gs_limits *limits; /* daemon-owned, mapped read-write */
+  int64_t db_id;            /* row in the usage ledger's tenants table, 0 until written */
   bool exited;
-  int exit_status;               /* -1 when unknown */
+  int exit_status; /* -1 when unknown */
   uint64_t served_requests;
-  double last_end;               /* end of its last interval row, unix seconds; 0: none yet */
-  bool sampled;                  /* gpu[] holds a reading */
-  int ledger_fd;                 /* the ledger, kept open for sampling; -1 until first read */
-  int pidfd;                     /* the owner, to notice its end without reading /proc; -1 until known */
-  struct gs_ledger_pid *procs;   /* the tenant's processes the daemon has seen live (tenant_track_procs) */
+  double last_end; /* end of its last interval row, unix seconds; 0: none yet */
+  bool sampled;    /* gpu[] holds a reading */
+  int ledger_fd;   /* the ledger, kept open for sampling; -1 until first read */
+  int pidfd;       /* the owner, to notice its end without reading /proc; -1 until known */
+  struct gs_ledger_pid
+    *procs; /* the tenant's processes the daemon has seen live (tenant_track_procs) */
   int nprocs;
   struct tenant_gpu gpu[GS_LEDGER_MAX_GPUS];
 };
@@ -153,10 +154,10 @@ void tenant_mirror_limits(const struct tenant *t);
 /* What a registration asks for. */
 struct tenant_request {
   const char *name;
-  const char *ledger_dir;          /* NULL: the daemon's state dir */
-  pid_t pid;                       /* 0: the caller */
-  const char *labels;              /* "k=v" lines, or NULL for the ledger's */
-  bool limits_given;               /* else the ledger's limits are adopted */
+  const char *ledger_dir; /* NULL: the daemon's state dir */
+  pid_t pid;              /* 0: the caller */
+  const char *labels;     /* "k=v" lines, or NULL for the ledger's */
+  bool limits_given;      /* else the ledger's limits are adopted */
   uint64_t limit_bytes[GS_LEDGER_MAX_GPUS];
   uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];
   struct gs_ledger_compute compute;
@@ -168,19 +169,22 @@ struct tenant *registry_find(struct registry *r, const char *name);
 /* Registers (or re-registers) a tenant for caller uid; *status gets the HTTP status to answer
  * (201 new, 200 same tenant again, 4xx refused). Returns the tenant, or NULL with err. */
 struct tenant *registry_add(struct registry *r, const struct tenant_request *req, uid_t caller,
-                            bool admin, const uint64_t *gpu_totals, int ngpus, int *status, gs_error_t *err);
+                            bool admin, const uint64_t *gpu_totals, int ngpus, int *status,
+                            gs_error_t *err);
 /* True when req asks for the same instance of the tenant as t: the ledger t was registered
  * from (same dir, same creation time), not another one under its name. */
-bool registry_same_tenant(struct registry *r, const struct tenant *t, const struct tenant_request *req);
+bool registry_same_tenant(struct registry *r, const struct tenant *t,
+                          const struct tenant_request *req);
 /* Takes the tenant out: removes its limits file. The tenant is freed. */
 void registry_remove(struct registry *r, struct tenant *t);
 /* Adopts tenants the daemon does not know: its limits files left by an earlier run, and live
  * ledgers in its state dir. Returns how many were adopted. */
 int registry_adopt(struct registry *r, const uint64_t *gpu_totals, int ngpus);
 /* Changes limits live (limits file, then the ledger's mirror). */
-void registry_set_vram(struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm, const uint64_t *gpu_totals,
-                       int ngpus);
-void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t *policy, const uint32_t *priority);
+void registry_set_vram(struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm,
+                       const uint64_t *gpu_totals, int ngpus);
+void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t *policy,
+                          const uint32_t *priority);
 /* The first GPU (of gpu, or of all when gpu < 0) where a memory limit of bytes, or ppm of the
  * GPU, would be above the ceiling an admin set (struct gs_limits.ceiling_bytes), or -1. */
 int registry_vram_above_ceiling(const struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm,
@@ -210,27 +214,28 @@ int usage_db_schema_version(struct sqlite3 *db);
  * interval so that a restarted daemon loses nothing. */
 int usage_db_tenant(struct usage_db *db, struct tenant *t, gs_error_t *err);
 /* Writes one interval [start, end] for every tenant, in one transaction. */
-int usage_db_interval(struct usage_db *db, struct tenant **v, int n, int ngpus, const uint64_t *gpu_totals,
-                       double end, gs_error_t *err);
+int usage_db_interval(struct usage_db *db, struct tenant **v, int n, int ngpus,
+                      const uint64_t *gpu_totals, double end, gs_error_t *err);
 /* One violation, as the verifier found it (a row of the violations table). */
 struct usage_violation {
   int gpu;
-  const char *kind;          /* "vram" (bytes) or "compute" (millionths of the GPU's time) */
-  double at;                 /* unix seconds */
+  const char *kind; /* "vram" (bytes) or "compute" (millionths of the GPU's time) */
+  double at;        /* unix seconds */
   uint64_t measured, limit, over;
-  const char *action;        /* "none", "signal", "kill" */
-  const char *pids;          /* the offending processes, comma-separated */
+  const char *action; /* "none", "signal", "kill" */
+  const char *pids;   /* the offending processes, comma-separated */
 };
 int usage_db_violation(struct usage_db *db, const struct tenant *t, const struct usage_violation *v,
                        gs_error_t *err);
 /* Marks ended every tenant row left open by an earlier run that is not in the registry. */
 int usage_db_close_orphans(struct usage_db *db, const struct registry *r, gs_error_t *err);
 int usage_db_tenant_end(struct usage_db *db, const struct tenant *t, double end, gs_error_t *err);
-int usage_db_served(struct usage_db *db, const struct tenant *t, uint64_t requests, gs_error_t *err);
+int usage_db_served(struct usage_db *db, const struct tenant *t, uint64_t requests,
+                    gs_error_t *err);
 /* The usage report: rows grouped by "tenant", "user" or "label:KEY" since `since`, only of
  * uid unless uid is (uid_t) -1. Returns a JSON array, or NULL with err. */
 json_t *usage_db_usage(struct usage_db *db, const char *by, double since, double until, uid_t uid,
-                        gs_error_t *err);
+                       gs_error_t *err);
 /* The start of the first interval overlapping [since, until], or 0 when there is none. */
 double usage_db_first_start(struct usage_db *db, double since, double until);
 struct sqlite3 *usage_db_handle(struct usage_db *db);
@@ -257,8 +262,8 @@ struct daemon_health {
   uint64_t sample_errors_total;
   double last_sample_duration_s;
   double last_sample_unix;
-  double sample_seconds_total;      /* time spent sampling, all in all */
-  double nvml_seconds_total;        /* of which in NVML's calls (the driver's share) */
+  double sample_seconds_total; /* time spent sampling, all in all */
+  double nvml_seconds_total;   /* of which in NVML's calls (the driver's share) */
 };
 
 struct daemon {
@@ -266,7 +271,7 @@ struct daemon {
   struct nvml *nvml;
   struct registry reg;
   struct usage_db *db;
-  struct gs_snapshot snap;          /* the last sample */
+  struct gs_snapshot snap; /* the last sample */
   uint64_t gpu_totals[GS_LEDGER_MAX_GPUS];
   struct daemon_health health;
   struct MHD_Daemon *api;
@@ -275,13 +280,13 @@ struct daemon {
   int state_lock;   /* the fd holding <state dir>/daemon.lock, -1 before */
   ino_t socket_ino; /* the socket file the API server listens on */
   bool state_lost;  /* the state dir or socket is gone and could not be made again (logged) */
-  struct verify_proc *vprocs;       /* the verifier's buffers, kept between samples */
+  struct verify_proc *vprocs; /* the verifier's buffers, kept between samples */
   struct verify_root *vroots;
   int vroots_cap;
-  struct verify_known *vknown;      /* verdicts from the ledgers' slots, valid while vknown_sig holds */
+  struct verify_known *vknown; /* verdicts from the ledgers' slots, valid while vknown_sig holds */
   int nknown;
   uint64_t vknown_sig;
-  uint64_t verify_ns_total;         /* time the verifier took, all in all */
+  uint64_t verify_ns_total; /* time the verifier took, all in all */
 };
 
 double daemon_now_unix(void);

@@ -39,7 +39,8 @@ struct nvml_fns {
   nvmlReturn_t (*procs_v3)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
   nvmlReturn_t (*procs_v2)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v2_t *);
   nvmlReturn_t (*procs_v1)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v1_t *);
-  nvmlReturn_t (*proc_util)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *, unsigned long long);
+  nvmlReturn_t (*proc_util)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *,
+                            unsigned long long);
 };
 
 struct nvml {
@@ -110,14 +111,16 @@ static int resolve(struct nvml *n, gs_error_t *err)
 
 static int nvml_fail(struct nvml *n, nvmlReturn_t r, const char *what, gs_error_t *err)
 {
-  return gs_make_error(err, 0, "%s: %s", what, n->fn.error_string ? n->fn.error_string(r) : "NVML error");
+  return gs_make_error(err, 0, "%s: %s", what,
+                       n->fn.error_string ? n->fn.error_string(r) : "NVML error");
 }
 
 static int discover(struct nvml *n, gs_error_t *err)
 {
   nvmlReturn_t r = n->fn.init();
   if (r == NVML_ERROR_DRIVER_NOT_LOADED)
-    return gs_make_error(err, 0, "no NVIDIA driver loaded (set GPUSLICE_SIM to run on the simulated GPU)");
+    return gs_make_error(err, 0,
+                         "no NVIDIA driver loaded (set GPUSLICE_SIM to run on the simulated GPU)");
   if (r != NVML_SUCCESS)
     return nvml_fail(n, r, "nvmlInit", err);
   if ((r = n->fn.count(&n->count)) != NVML_SUCCESS)
@@ -140,7 +143,8 @@ int nvml_open(struct nvml **out, gs_error_t *err)
   struct nvml *n = xcalloc(1, sizeof(*n));
   n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!n->lib) {
-    gs_make_error(err, 0, "no NVIDIA driver: cannot load %s (set GPUSLICE_SIM to run on the simulated GPU)",
+    gs_make_error(err, 0,
+                  "no NVIDIA driver: cannot load %s (set GPUSLICE_SIM to run on the simulated GPU)",
                   path);
     free(n);
     return -1;
@@ -234,7 +238,8 @@ int nvml_process_count(struct nvml *n, int index)
 
 /* One call of the newest process-list entry point into infos (room for *count). The v2 and
  * v3 entries share a layout; v1's are narrower and copied over. */
-static nvmlReturn_t procs_call(struct nvml *n, nvmlDevice_t dev, unsigned *count, nvmlProcessInfo_v2_t *infos)
+static nvmlReturn_t procs_call(struct nvml *n, nvmlDevice_t dev, unsigned *count,
+                               nvmlProcessInfo_v2_t *infos)
 {
   if (n->fn.procs_v3)
     return n->fn.procs_v3(dev, count, infos);
@@ -243,7 +248,7 @@ static nvmlReturn_t procs_call(struct nvml *n, nvmlDevice_t dev, unsigned *count
   _cleanup_free_ nvmlProcessInfo_v1_t *v1 = xcalloc(*count ? *count : 1, sizeof(*v1));
   nvmlReturn_t r = n->fn.procs_v1(dev, count, v1);
   for (unsigned i = 0; r == NVML_SUCCESS && i < *count; i++)
-    infos[i] = (nvmlProcessInfo_v2_t) { .pid = v1[i].pid, .usedGpuMemory = v1[i].usedGpuMemory };
+    infos[i] = (nvmlProcessInfo_v2_t){ .pid = v1[i].pid, .usedGpuMemory = v1[i].usedGpuMemory };
   return r;
 }
 
@@ -257,8 +262,10 @@ int nvml_processes(struct nvml *n, int index, struct verify_proc *out, int cap)
     return -1;
   for (unsigned i = 0; i < count; i++)
     /* NVML_VALUE_NOT_AVAILABLE (all ones) when the driver cannot say: counted as nothing. */
-    out[i] = (struct verify_proc) { .pid = (pid_t) infos[i].pid, .tenant = -1,
-                                    .vram_bytes = infos[i].usedGpuMemory == ~0ULL ? 0 : infos[i].usedGpuMemory };
+    out[i] = (struct verify_proc){ .pid = (pid_t) infos[i].pid,
+                                   .tenant = -1,
+                                   .vram_bytes =
+                                     infos[i].usedGpuMemory == ~0ULL ? 0 : infos[i].usedGpuMemory };
   return (int) count;
 }
 
@@ -277,7 +284,9 @@ static unsigned util_samples(struct nvml *n, int index, nvmlProcessUtilizationSa
 {
   unsigned count = 0;
   *out = NULL;
-  if (n->fn.proc_util(n->dev[index], NULL, &count, n->util_seen[index]) != NVML_ERROR_INSUFFICIENT_SIZE || !count)
+  if (n->fn.proc_util(n->dev[index], NULL, &count, n->util_seen[index]) !=
+        NVML_ERROR_INSUFFICIENT_SIZE ||
+      !count)
     return 0;
   count += 16; /* room for processes that start between the two calls */
   *out = xcalloc(count, sizeof(**out));

@@ -11,9 +11,11 @@
 
 #include <gpuslice/metrics.h>
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, char *text)
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                             char *text)
 {
-  struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+  struct MHD_Response *resp =
+    MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
   if (!resp) {
     free(text);
     return MHD_NO;
@@ -46,8 +48,9 @@ static enum MHD_Result metrics(struct daemon *d, struct MHD_Connection *conn)
   return reply(conn, 200, GS_METRICS_CONTENT_TYPE, text);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
 {
   struct daemon *d = cls;
   (void) version;
@@ -64,7 +67,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     json_decref(j);
     return reply(conn, 200, "application/json", text);
   }
-  return reply(conn, 404, "application/json", xstrdup("{\"error\":\"no such resource; try /metrics\"}"));
+  return reply(conn, 404, "application/json",
+               xstrdup("{\"error\":\"no such resource; try /metrics\"}"));
 }
 
 /* A port: decimal digits only, 1..65535 (getaddrinfo would take 99999 and wrap it). */
@@ -80,9 +84,11 @@ static int parse_listen(const char *spec, struct addrinfo **out, gs_error_t *err
 {
   _cleanup_free_ char *copy = xstrdup(spec);
   char *colon = strrchr(copy, ':'), *host = copy;
-  struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM };
+  struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV,
+                            .ai_socktype = SOCK_STREAM };
   if (!colon || colon == copy || !port_valid(colon + 1))
-    return gs_make_error(err, 0, "metrics listen address '%s': want ADDR:PORT, such as 127.0.0.1:9400", spec);
+    return gs_make_error(
+      err, 0, "metrics listen address '%s': want ADDR:PORT, such as 127.0.0.1:9400", spec);
   *colon = '\0';
   if (host[0] == '[' && colon[-1] == ']') {
     host++;
@@ -125,13 +131,15 @@ int metrics_http_start(struct daemon *d, gs_error_t *err)
   if (parse_listen(d->cfg.metrics_listen, &ai, err) < 0)
     return -1;
   unsigned flags = MHD_USE_EPOLL | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-  d->metrics = MHD_start_daemon(flags, 0, NULL, NULL, on_request, d, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) METRICS_IDLE_TIMEOUT_S,
-                                MHD_OPTION_CONNECTION_LIMIT, (unsigned) METRICS_CONNECTION_LIMIT,
-                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned) METRICS_PER_IP_LIMIT, MHD_OPTION_END);
+  d->metrics = MHD_start_daemon(
+    flags, 0, NULL, NULL, on_request, d, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) METRICS_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+    (unsigned) METRICS_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+    (unsigned) METRICS_PER_IP_LIMIT, MHD_OPTION_END);
   freeaddrinfo(ai);
   if (!d->metrics)
-    return gs_make_error(err, 0, "cannot listen for metrics on %s (in use?)", d->cfg.metrics_listen);
+    return gs_make_error(err, 0, "cannot listen for metrics on %s (in use?)",
+                         d->cfg.metrics_listen);
   return 0;
 }
 

@@ -105,8 +105,9 @@ static uint64_t gpu_total(int g, const uint64_t *totals, int ngpus)
 
 /* The limits file's first contents: the identity of t, with the limits req asks for, or the
  * ledger's own when req is NULL. */
-static void limits_fill(struct gs_limits *lim, const struct tenant *t, const struct gs_ledger_copy *l,
-                        const struct tenant_request *req, const uint64_t *totals, int ngpus)
+static void limits_fill(struct gs_limits *lim, const struct tenant *t,
+                        const struct gs_ledger_copy *l, const struct tenant_request *req,
+                        const uint64_t *totals, int ngpus)
 {
   gs_limits_init(lim, l, t->ledger_dir, t->labels);
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
@@ -115,13 +116,16 @@ static void limits_fill(struct gs_limits *lim, const struct tenant *t, const str
     gs_limits_set_vram(lim, g, bytes, ppm, gpu_total(g, totals, ngpus));
   }
   if (req) {
-    struct gs_compute_limits c = { atomic_load(&req->compute.limit_ppm), atomic_load(&req->compute.policy),
-                                   atomic_load(&req->compute.priority), atomic_load(&req->compute.slice_ms) };
+    struct gs_compute_limits c = { atomic_load(&req->compute.limit_ppm),
+                                   atomic_load(&req->compute.policy),
+                                   atomic_load(&req->compute.priority),
+                                   atomic_load(&req->compute.slice_ms) };
     gs_limits_set_compute(lim, &c.limit_ppm, &c.policy, &c.priority, &c.slice_ms);
   }
 }
 
-static int tenant_write_limits(struct registry *r, struct tenant *t, const struct gs_limits *init, gs_error_t *err)
+static int tenant_write_limits(struct registry *r, struct tenant *t, const struct gs_limits *init,
+                               gs_error_t *err)
 {
   if (gs_limits_create(r->state_dir, init, r->limits_gid, &t->limits, err) < 0)
     return -1;
@@ -129,8 +133,9 @@ static int tenant_write_limits(struct registry *r, struct tenant *t, const struc
   return 0;
 }
 
-struct tenant *registry_add(struct registry *r, const struct tenant_request *req, uid_t caller, bool admin,
-                            const uint64_t *gpu_totals, int ngpus, int *status, gs_error_t *err)
+struct tenant *registry_add(struct registry *r, const struct tenant_request *req, uid_t caller,
+                            bool admin, const uint64_t *gpu_totals, int ngpus, int *status,
+                            gs_error_t *err)
 {
   struct gs_ledger_copy l;
   struct gs_limits init;
@@ -165,12 +170,14 @@ struct tenant *registry_add(struct registry *r, const struct tenant_request *req
   return t;
 }
 
-bool registry_same_tenant(struct registry *r, const struct tenant *t, const struct tenant_request *req)
+bool registry_same_tenant(struct registry *r, const struct tenant *t,
+                          const struct tenant_request *req)
 {
   struct gs_ledger_copy l;
   const char *dir = req->ledger_dir ? req->ledger_dir : r->state_dir;
-  return strcmp(dir, t->ledger_dir) == 0 && gs_ledger_read_copy(dir, req->name, t->uid, &l, NULL) == 0 &&
-         l.created_unix_ns == t->created_unix_ns;
+  return strcmp(dir, t->ledger_dir) == 0 &&
+    gs_ledger_read_copy(dir, req->name, t->uid, &l, NULL) == 0 &&
+    l.created_unix_ns == t->created_unix_ns;
 }
 
 void registry_remove(struct registry *r, struct tenant *t)
@@ -202,8 +209,8 @@ static int adopt_limits_file(struct registry *r, const char *name)
     return 0;
   }
   bool live = gs_ledger_read_copy(lim->ledger_dir, name, lim->uid, &l, &err) == 0 &&
-              l.created_unix_ns == lim->ledger_created_unix_ns &&
-              gs_proc_alive(lim->owner_pid, lim->owner_start_time);
+    l.created_unix_ns == lim->ledger_created_unix_ns &&
+    gs_proc_alive(lim->owner_pid, lim->owner_start_time);
   gs_error_release(&err);
   if (!live) {
     gs_limits_close(lim);
@@ -233,7 +240,8 @@ static int adopt_ledger(struct registry *r, const char *name, const uint64_t *to
   struct tenant *t = tenant_new(&l, r->state_dir);
   /* Nobody to refuse: keep the label, visible and counted, with '?' for its bad bytes. */
   if (gs_scrub_utf8(t->labels, '?'))
-    GS_LOG(GS_LOG_WARN, "tenant '%s': labels not valid UTF-8; adopted with '?' for the bad bytes", name);
+    GS_LOG(GS_LOG_WARN, "tenant '%s': labels not valid UTF-8; adopted with '?' for the bad bytes",
+           name);
   limits_fill(&init, t, &l, NULL, totals, ngpus);
   if (tenant_write_limits(r, t, &init, &err) < 0) {
     GS_LOG(GS_LOG_WARN, "tenant '%s': %s", name, err->msg);
@@ -246,7 +254,8 @@ static int adopt_ledger(struct registry *r, const char *name, const uint64_t *to
   return 1;
 }
 
-static int scan(struct registry *r, const char *sub, int (*fn)(struct registry *, const char *, const uint64_t *, int),
+static int scan(struct registry *r, const char *sub,
+                int (*fn)(struct registry *, const char *, const uint64_t *, int),
                 const uint64_t *totals, int ngpus)
 {
   char path[4096];
@@ -262,7 +271,8 @@ static int scan(struct registry *r, const char *sub, int (*fn)(struct registry *
   return n;
 }
 
-static int adopt_limits_file_fn(struct registry *r, const char *name, const uint64_t *totals, int ngpus)
+static int adopt_limits_file_fn(struct registry *r, const char *name, const uint64_t *totals,
+                                int ngpus)
 {
   (void) totals;
   (void) ngpus;
@@ -272,7 +282,7 @@ static int adopt_limits_file_fn(struct registry *r, const char *name, const uint
 int registry_adopt(struct registry *r, const uint64_t *gpu_totals, int ngpus)
 {
   return scan(r, "limits", adopt_limits_file_fn, gpu_totals, ngpus) +
-         scan(r, "tenants", adopt_ledger, gpu_totals, ngpus);
+    scan(r, "tenants", adopt_ledger, gpu_totals, ngpus);
 }
 
 static void limits_changed(struct tenant *t)
@@ -281,8 +291,8 @@ static void limits_changed(struct tenant *t)
   tenant_mirror_limits(t);
 }
 
-void registry_set_vram(struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm, const uint64_t *gpu_totals,
-                       int ngpus)
+void registry_set_vram(struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm,
+                       const uint64_t *gpu_totals, int ngpus)
 {
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
     if (gpu >= 0 && g != gpu)
@@ -314,7 +324,8 @@ void registry_set_ceiling(struct tenant *t, int gpu)
   gs_limits_changed(t->limits);
 }
 
-void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t *policy, const uint32_t *priority)
+void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t *policy,
+                          const uint32_t *priority)
 {
   gs_limits_set_compute(t->limits, ppm, policy, priority, NULL);
   limits_changed(t);

@@ -14,7 +14,7 @@ static bool touched(const struct tenant *t, int g)
 {
   const struct tenant_gpu *tg = &t->gpu[g];
   return tg->used_bytes || tg->peak_bytes || tg->gpu_ns || tg->nvml_bytes || tg->vram_violations ||
-         tg->compute_violations;
+    tg->compute_violations;
 }
 
 /* A tenant that has touched no GPU yet gets one row, for the GPU it is limited on or GPU 0. */

@@ -10,8 +10,8 @@
 
 #include <gpuslice/limits.h>
 
-static const char *const policies[] = { "share", "cap" };             /* enum gs_compute_policy order */
-static const char *const priorities[] = { "normal", "low", "high" };   /* enum gs_priority order */
+static const char *const policies[] = { "share", "cap" }; /* enum gs_compute_policy order */
+static const char *const priorities[] = { "normal", "low", "high" }; /* enum gs_priority order */
 
 static void add_label(const char *key, const char *value, void *data)
 {
@@ -32,11 +32,12 @@ static json_t *ppm_pct_or_null(uint32_t ppm)
 
 json_t *tenant_json_limits(const struct tenant_json_limits *lim)
 {
-  return json_pack("{s:o, s:o, s:o, s:s, s:s}", "vram_bytes",
-                   lim->vram_bytes == GS_LIMIT_NONE ? json_null() : json_integer((json_int_t) lim->vram_bytes),
-                   "vram_pct", ppm_pct_or_null(lim->vram_ppm), "compute_pct", ppm_pct_or_null(lim->compute_ppm),
-                   "compute_policy", gs_compute_policy_name(lim->policy), "priority",
-                   gs_priority_name(lim->priority));
+  return json_pack(
+    "{s:o, s:o, s:o, s:s, s:s}", "vram_bytes",
+    lim->vram_bytes == GS_LIMIT_NONE ? json_null() : json_integer((json_int_t) lim->vram_bytes),
+    "vram_pct", ppm_pct_or_null(lim->vram_ppm), "compute_pct", ppm_pct_or_null(lim->compute_ppm),
+    "compute_policy", gs_compute_policy_name(lim->policy), "priority",
+    gs_priority_name(lim->priority));
 }
 
 json_t *tenant_json_reg(const struct tenant_json_reg *reg)
@@ -62,13 +63,14 @@ static int pct_ppm(const json_t *v, const char *field, long *ppm, gs_error_t *er
   if (!json_is_number(v) || !(pct > 0) || pct > 100)
     return gs_make_error(err, 0, "field '%s': want a number in (0, 100] or null", field);
   if (pct < GS_PCT_MIN)
-    return gs_make_error(err, 0, "field '%s': %g is below the smallest allowed, %g", field, pct, GS_PCT_MIN);
+    return gs_make_error(err, 0, "field '%s': %g is below the smallest allowed, %g", field, pct,
+                         GS_PCT_MIN);
   *ppm = lround(pct * 10000.0);
   return 0;
 }
 
-static int enum_field(const json_t *body, const char *key, const char *const *names, int n, uint32_t *out,
-                      bool *given, gs_error_t *err)
+static int enum_field(const json_t *body, const char *key, const char *const *names, int n,
+                      uint32_t *out, bool *given, gs_error_t *err)
 {
   const json_t *v = json_object_get(body, key);
   *given = v != NULL;
@@ -79,11 +81,13 @@ static int enum_field(const json_t *body, const char *key, const char *const *na
       *out = (uint32_t) i;
       return 0;
     }
-  return gs_make_error(err, 0, "field '%s': want one of %s%s%s%s%s", key, names[0], n > 1 ? ", " : "",
-                       n > 1 ? names[1] : "", n > 2 ? ", " : "", n > 2 ? names[2] : "");
+  return gs_make_error(err, 0, "field '%s': want one of %s%s%s%s%s", key, names[0],
+                       n > 1 ? ", " : "", n > 1 ? names[1] : "", n > 2 ? ", " : "",
+                       n > 2 ? names[2] : "");
 }
 
-int tenant_json_read_compute(const json_t *body, struct tenant_json_limits *lim, bool given[3], gs_error_t *err)
+int tenant_json_read_compute(const json_t *body, struct tenant_json_limits *lim, bool given[3],
+                             gs_error_t *err)
 {
   const json_t *v = json_object_get(body, "compute_pct");
   long ppm = 0;
@@ -105,17 +109,20 @@ int tenant_json_read_gpu(const json_t *body, int *gpu, gs_error_t *err)
   *gpu = -1;
   if (!v || json_is_null(v))
     return 0;
-  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= GS_LEDGER_MAX_GPUS)
-    return gs_make_error(err, 0, "field 'gpu': want a GPU index 0..%d or null", GS_LEDGER_MAX_GPUS - 1);
+  if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+      json_integer_value(v) >= GS_LEDGER_MAX_GPUS)
+    return gs_make_error(err, 0, "field 'gpu': want a GPU index 0..%d or null",
+                         GS_LEDGER_MAX_GPUS - 1);
   *gpu = (int) json_integer_value(v);
   return 0;
 }
 
 static bool label_ok(const char *k, const json_t *v)
 {
-  static const char name_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
-  return json_is_string(v) && *k && strspn(k, name_chars) == strlen(k) && !(k[0] >= '0' && k[0] <= '9') &&
-         !strchr(json_string_value(v), '\n');
+  static const char name_chars[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
+  return json_is_string(v) && *k && strspn(k, name_chars) == strlen(k) &&
+    !(k[0] >= '0' && k[0] <= '9') && !strchr(json_string_value(v), '\n');
 }
 
 /* labels: an object of strings, keys as Prometheus label names; into "k=v" lines. */
@@ -131,9 +138,11 @@ static int read_labels(const json_t *body, char *out, size_t len, bool *given, g
   if (!json_is_object(o))
     return gs_make_error(err, 0, "field 'labels': want an object of strings");
   out[0] = '\0';
-  json_object_foreach(o, k, v) {
+  json_object_foreach(o, k, v)
+  {
     if (!label_ok(k, v))
-      return gs_make_error(err, 0, "field 'labels': '%s' is not a label name with a one-line string value", k);
+      return gs_make_error(
+        err, 0, "field 'labels': '%s' is not a label name with a one-line string value", k);
     int n = snprintf(out + used, len - used, "%s=%s\n", k, json_string_value(v));
     if (n < 0 || (size_t) n >= len - used)
       return gs_make_error(err, 0, "field 'labels': more than %zu bytes", len - 1);
@@ -143,7 +152,8 @@ static int read_labels(const json_t *body, char *out, size_t len, bool *given, g
 }
 
 /* vram_bytes and vram_pct; a percentage wins over bytes when both are there. */
-static int read_vram(const json_t *body, struct tenant_json_limits *lim, bool *given, gs_error_t *err)
+static int read_vram(const json_t *body, struct tenant_json_limits *lim, bool *given,
+                     gs_error_t *err)
 {
   const json_t *b = json_object_get(body, "vram_bytes"), *p = json_object_get(body, "vram_pct");
   long ppm = 0;

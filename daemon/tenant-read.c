@@ -13,7 +13,8 @@
 void tenant_mirror_limits(const struct tenant *t)
 {
   gs_error_t err = NULL;
-  if (gs_ledger_write_limits(t->ledger_dir, t->name, t->uid, t->created_unix_ns, t->limits, &err) < 0) {
+  if (gs_ledger_write_limits(t->ledger_dir, t->name, t->uid, t->created_unix_ns, t->limits, &err) <
+      0) {
     GS_LOG(GS_LOG_DEBUG, "tenant '%s': mirror limits: %s", t->name, err->msg);
     gs_error_release(&err);
   }

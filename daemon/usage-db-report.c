@@ -11,7 +11,8 @@
 static const char usage_sql[] =
   "SELECT key, COUNT(*), SUM(gs), SUM(vbs), SUM(wall), SUM(served), SUM(alloc) FROM ("
   "  SELECT CASE ?4 WHEN 'tenant' THEN t.name WHEN 'user' THEN t.user"
-  "         ELSE COALESCE((SELECT value FROM tenant_labels WHERE tenant_id = t.id AND key = ?5), '') END AS key,"
+  "         ELSE COALESCE((SELECT value FROM tenant_labels WHERE tenant_id = t.id AND key = ?5), "
+  "'') END AS key,"
   "    SUM(i.gpu_seconds) AS gs, SUM(i.vram_byte_seconds) AS vbs, MAX(t.served_requests) AS served,"
   "    SUM(i.allocated_gpu_seconds) AS alloc,"
   "    (SELECT SUM(e - s) FROM (SELECT DISTINCT start_at AS s, end_at AS e FROM intervals"
@@ -24,14 +25,17 @@ static const char usage_sql[] =
 static json_t *row_json(sqlite3_stmt *st)
 {
   double vbs = sqlite3_column_double(st, 3);
-  return json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:I, s:f}", "key", (const char *) sqlite3_column_text(st, 0),
-                   "tenants", (json_int_t) sqlite3_column_int64(st, 1), "gpu_seconds", sqlite3_column_double(st, 2),
-                   "vram_byte_seconds", vbs, "vram_gib_hours", vbs / (1024.0 * 1024.0 * 1024.0) / 3600.0,
-                   "wall_seconds", sqlite3_column_double(st, 4), "served_requests",
-                   (json_int_t) sqlite3_column_int64(st, 5), "allocated_gpu_seconds", sqlite3_column_double(st, 6));
+  return json_pack(
+    "{s:s, s:I, s:f, s:f, s:f, s:f, s:I, s:f}", "key", (const char *) sqlite3_column_text(st, 0),
+    "tenants", (json_int_t) sqlite3_column_int64(st, 1), "gpu_seconds",
+    sqlite3_column_double(st, 2), "vram_byte_seconds", vbs, "vram_gib_hours",
+    vbs / (1024.0 * 1024.0 * 1024.0) / 3600.0, "wall_seconds", sqlite3_column_double(st, 4),
+    "served_requests", (json_int_t) sqlite3_column_int64(st, 5), "allocated_gpu_seconds",
+    sqlite3_column_double(st, 6));
 }
 
-json_t *usage_db_usage(struct usage_db *db, const char *by, double since, double until, uid_t uid, gs_error_t *err)
+json_t *usage_db_usage(struct usage_db *db, const char *by, double since, double until, uid_t uid,
+                       gs_error_t *err)
 {
   sqlite3 *h = usage_db_handle(db);
   sqlite3_stmt *st = NULL;
@@ -62,7 +66,8 @@ double usage_db_first_start(struct usage_db *db, double since, double until)
 {
   sqlite3_stmt *st = NULL;
   double first = 0;
-  if (sqlite3_prepare_v2(usage_db_handle(db), "SELECT MIN(start_at) FROM intervals WHERE end_at > ?1 AND start_at < ?2",
+  if (sqlite3_prepare_v2(usage_db_handle(db),
+                         "SELECT MIN(start_at) FROM intervals WHERE end_at > ?1 AND start_at < ?2",
                          -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_double(st, 1, since);
     sqlite3_bind_double(st, 2, until);

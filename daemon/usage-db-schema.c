@@ -78,7 +78,8 @@ int usage_db_schema_version(sqlite3 *db)
 {
   sqlite3_stmt *st = NULL;
   int v = -1;
-  if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+  if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
     v = sqlite3_column_int(st, 0);
   sqlite3_finalize(st);
   return v;
@@ -125,8 +126,8 @@ int usage_db_schema_check(sqlite3 *db, gs_error_t *err)
   if (have < 0)
     return db_fail(db, "read the schema version", err);
   if (have > SCHEMA_VERSION)
-    return gs_make_error(err, 0, "usage ledger has schema version %d; this gpuslice knows up to %d", have,
-                         SCHEMA_VERSION);
+    return gs_make_error(err, 0, "usage ledger has schema version %d; this gpuslice knows up to %d",
+                         have, SCHEMA_VERSION);
   return have;
 }
 
@@ -135,10 +136,11 @@ int usage_db_schema_migrate(sqlite3 *db, gs_error_t *err)
   int have = usage_db_schema_check(db, err);
   if (have < 0)
     return -1;
-  if (sqlite3_exec(db,
-                   "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                   "  version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at REAL NOT NULL)",
-                   NULL, NULL, NULL) != SQLITE_OK)
+  if (sqlite3_exec(
+        db,
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        "  version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at REAL NOT NULL)",
+        NULL, NULL, NULL) != SQLITE_OK)
     return db_fail(db, "create schema_migrations", err);
   for (int i = have; i < SCHEMA_VERSION; i++)
     if (apply(db, &migrations[i], err) < 0)

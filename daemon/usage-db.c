@@ -43,9 +43,12 @@ static int create_file(const char *path, gs_error_t *err)
 }
 
 static const char insert_interval_sql[] =
-  "INSERT INTO intervals(tenant_id, gpu, start_at, end_at, gpu_seconds, vram_byte_seconds, vram_used_bytes,"
-  " vram_limit_bytes, compute_limit_ppm, throttled_seconds, gpu_ns_total, throttled_ns_total, compute_policy,"
-  " priority, allocated_gpu_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+  "INSERT INTO intervals(tenant_id, gpu, start_at, end_at, gpu_seconds, vram_byte_seconds, "
+  "vram_used_bytes,"
+  " vram_limit_bytes, compute_limit_ppm, throttled_seconds, gpu_ns_total, throttled_ns_total, "
+  "compute_policy,"
+  " priority, allocated_gpu_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+  "?13, ?14, ?15)";
 
 /* PRAGMA quick_check at start: a ledger with damaged pages would let the daemon run and
  * answer every usage report with a 500. Its cost grows with the file (a second or so per
@@ -65,8 +68,11 @@ static int integrity(struct usage_db *db, gs_error_t *err)
   sqlite3_finalize(st);
   if (!problem)
     return 0;
-  return gs_make_error(err, 0, "usage ledger is damaged (quick_check: %s); move it aside and the daemon starts a new "
-                       "one, or rebuild it with sqlite3's .recover (see docs/daemon.md)", problem);
+  return gs_make_error(
+    err, 0,
+    "usage ledger is damaged (quick_check: %s); move it aside and the daemon starts a new "
+    "one, or rebuild it with sqlite3's .recover (see docs/daemon.md)",
+    problem);
 }
 
 static int configure(struct usage_db *db, gs_error_t *err)
@@ -76,14 +82,16 @@ static int configure(struct usage_db *db, gs_error_t *err)
   /* A database newer than this daemon is refused before anything is written to it. */
   if (usage_db_schema_check(db->db, err) < 0)
     return -1;
-  if (sqlite3_exec(db->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -512;",
+  if (sqlite3_exec(db->db,
+                   "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = "
+                   "ON; PRAGMA cache_size = -512;",
                    NULL, NULL, NULL) != SQLITE_OK)
     return db_fail(db, "set WAL mode", err);
   sqlite3_busy_timeout(db->db, 5000);
   if (usage_db_schema_migrate(db->db, err) < 0)
     return -1;
-  if (sqlite3_prepare_v3(db->db, insert_interval_sql, -1, SQLITE_PREPARE_PERSISTENT, &db->insert_interval, NULL) !=
-      SQLITE_OK)
+  if (sqlite3_prepare_v3(db->db, insert_interval_sql, -1, SQLITE_PREPARE_PERSISTENT,
+                         &db->insert_interval, NULL) != SQLITE_OK)
     return db_fail(db, "prepare", err);
   return 0;
 }
@@ -93,8 +101,10 @@ int usage_db_open(const char *path, struct usage_db **out, gs_error_t *err)
   if (create_file(path, err) < 0)
     return -1;
   struct usage_db *db = xcalloc(1, sizeof(*db));
-  if (sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
-    gs_make_error(err, 0, "usage ledger '%s': %s", path, db->db ? sqlite3_errmsg(db->db) : "out of memory");
+  if (sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL) !=
+      SQLITE_OK) {
+    gs_make_error(err, 0, "usage ledger '%s': %s", path,
+                  db->db ? sqlite3_errmsg(db->db) : "out of memory");
     usage_db_close(db);
     return -1;
   }
@@ -117,8 +127,8 @@ void usage_db_close(struct usage_db *db)
 }
 
 /* Runs sql with the binds given as "i" (int64) and "t" (text) and "d" (double); 0 or -1. */
-static int exec_bound(struct usage_db *db, const char *sql, const char *types, const void *const *vals,
-                      gs_error_t *err)
+static int exec_bound(struct usage_db *db, const char *sql, const char *types,
+                      const void *const *vals, gs_error_t *err)
 {
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -148,8 +158,9 @@ static void insert_label(const char *key, const char *value, void *data)
   struct label_insert *li = data;
   const void *vals[] = { &li->id, key, value };
   if (li->rc == 0)
-    li->rc = exec_bound(li->db, "INSERT OR REPLACE INTO tenant_labels(tenant_id, key, value) VALUES (?, ?, ?)", "itt",
-                        vals, li->err);
+    li->rc = exec_bound(
+      li->db, "INSERT OR REPLACE INTO tenant_labels(tenant_id, key, value) VALUES (?, ?, ?)", "itt",
+      vals, li->err);
 }
 
 static int insert_labels(struct usage_db *db, const struct tenant *t, gs_error_t *err)
@@ -177,10 +188,12 @@ static int insert_tenant(struct usage_db *db, struct tenant *t, gs_error_t *err)
 static void restore_counters(struct usage_db *db, struct tenant *t)
 {
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db->db,
-                         "SELECT gpu, gpu_ns_total, throttled_ns_total, end_at FROM intervals i WHERE tenant_id = ? "
-                         "AND end_at = (SELECT MAX(end_at) FROM intervals WHERE tenant_id = i.tenant_id AND gpu = i.gpu)",
-                         -1, &st, NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(
+        db->db,
+        "SELECT gpu, gpu_ns_total, throttled_ns_total, end_at FROM intervals i WHERE tenant_id = ? "
+        "AND end_at = (SELECT MAX(end_at) FROM intervals WHERE tenant_id = i.tenant_id AND gpu = "
+        "i.gpu)",
+        -1, &st, NULL) != SQLITE_OK)
     return;
   sqlite3_bind_int64(st, 1, t->db_id);
   while (sqlite3_step(st) == SQLITE_ROW) {
@@ -199,8 +212,9 @@ static void restore_counters(struct usage_db *db, struct tenant *t)
 int usage_db_tenant(struct usage_db *db, struct tenant *t, gs_error_t *err)
 {
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db->db, "SELECT id, served_requests FROM tenants WHERE name = ? AND created_unix_ns = ?", -1,
-                         &st, NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(
+        db->db, "SELECT id, served_requests FROM tenants WHERE name = ? AND created_unix_ns = ?",
+        -1, &st, NULL) != SQLITE_OK)
     return db_fail(db, "prepare", err);
   sqlite3_bind_text(st, 1, t->name, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 2, (int64_t) t->created_unix_ns);
@@ -213,13 +227,15 @@ int usage_db_tenant(struct usage_db *db, struct tenant *t, gs_error_t *err)
     return insert_tenant(db, t, err);
   restore_counters(db, t);
   const void *vals[] = { &t->db_id };
-  return exec_bound(db, "UPDATE tenants SET ended_at = NULL, exit_status = NULL WHERE id = ?", "i", vals, err);
+  return exec_bound(db, "UPDATE tenants SET ended_at = NULL, exit_status = NULL WHERE id = ?", "i",
+                    vals, err);
 }
 
 /* The GPU-seconds a tenant held on a GPU over an interval: the larger of its compute share
  * and its memory limit as a fraction of the GPU, for the interval's length. A tenant with
  * neither limit holds what it used. */
-static double allocated_seconds(uint32_t cppm, uint64_t limit, uint64_t total, double used, double len)
+static double allocated_seconds(uint32_t cppm, uint64_t limit, uint64_t total, double used,
+                                double len)
 {
   double compute = cppm ? cppm / 1e6 : 0;
   double memory = limit != GS_LIMIT_NONE && total ? (double) limit / (double) total : 0;
@@ -229,14 +245,17 @@ static double allocated_seconds(uint32_t cppm, uint64_t limit, uint64_t total, d
   return frac > 0 ? (frac * len > used ? frac * len : used) : used;
 }
 
-static int insert_row(struct usage_db *db, struct tenant *t, int g, uint64_t gpu_total, double start, double end)
+static int insert_row(struct usage_db *db, struct tenant *t, int g, uint64_t gpu_total,
+                      double start, double end)
 {
   sqlite3_stmt *st = db->insert_interval;
   struct tenant_gpu *tg = &t->gpu[g];
   uint64_t limit = atomic_load(&t->limits->limit_bytes[g]);
   uint32_t cppm = atomic_load(&t->limits->compute.limit_ppm);
   uint64_t dgpu = tg->gpu_ns >= tg->last_gpu_ns ? tg->gpu_ns - tg->last_gpu_ns : tg->gpu_ns;
-  uint64_t dthr = tg->throttled_ns >= tg->last_throttled_ns ? tg->throttled_ns - tg->last_throttled_ns : tg->throttled_ns;
+  uint64_t dthr = tg->throttled_ns >= tg->last_throttled_ns
+    ? tg->throttled_ns - tg->last_throttled_ns
+    : tg->throttled_ns;
   sqlite3_reset(st);
   sqlite3_bind_int64(st, 1, t->db_id);
   sqlite3_bind_int(st, 2, g);
@@ -250,13 +269,17 @@ static int insert_row(struct usage_db *db, struct tenant *t, int g, uint64_t gpu
   sqlite3_bind_double(st, 10, (double) dthr / 1e9);
   sqlite3_bind_int64(st, 11, (int64_t) tg->gpu_ns);
   sqlite3_bind_int64(st, 12, (int64_t) tg->throttled_ns);
-  sqlite3_bind_text(st, 13, gs_compute_policy_name(atomic_load(&t->limits->compute.policy)), -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 14, gs_priority_name(atomic_load(&t->limits->compute.priority)), -1, SQLITE_STATIC);
-  sqlite3_bind_double(st, 15, allocated_seconds(cppm, limit, gpu_total, (double) dgpu / 1e9, end - start));
+  sqlite3_bind_text(st, 13, gs_compute_policy_name(atomic_load(&t->limits->compute.policy)), -1,
+                    SQLITE_STATIC);
+  sqlite3_bind_text(st, 14, gs_priority_name(atomic_load(&t->limits->compute.priority)), -1,
+                    SQLITE_STATIC);
+  sqlite3_bind_double(st, 15,
+                      allocated_seconds(cppm, limit, gpu_total, (double) dgpu / 1e9, end - start));
   return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
 }
 
-static int tenant_rows(struct usage_db *db, struct tenant *t, int ngpus, const uint64_t *gpu_totals, double end)
+static int tenant_rows(struct usage_db *db, struct tenant *t, int ngpus, const uint64_t *gpu_totals,
+                       double end)
 {
   double start = t->last_end > 0 ? t->last_end : (double) t->created_unix_ns / 1e9;
   if (!t->db_id || !t->sampled || end <= start)
@@ -285,8 +308,8 @@ static void advance(struct tenant **v, int n, double end)
   }
 }
 
-int usage_db_interval(struct usage_db *db, struct tenant **v, int n, int ngpus, const uint64_t *gpu_totals,
-                       double end, gs_error_t *err)
+int usage_db_interval(struct usage_db *db, struct tenant **v, int n, int ngpus,
+                      const uint64_t *gpu_totals, double end, gs_error_t *err)
 {
   if (sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
     return db_fail(db, "begin", err);
@@ -316,25 +339,30 @@ int usage_db_tenant_end(struct usage_db *db, const struct tenant *t, double end,
     return exec_bound(db, "UPDATE tenants SET ended_at = ? WHERE id = ?", "di", vals, err);
   }
   const void *vals[] = { &end, &status, &t->db_id };
-  return exec_bound(db, "UPDATE tenants SET ended_at = ?, exit_status = ? WHERE id = ?", "dii", vals, err);
+  return exec_bound(db, "UPDATE tenants SET ended_at = ?, exit_status = ? WHERE id = ?", "dii",
+                    vals, err);
 }
 
 int usage_db_served(struct usage_db *db, const struct tenant *t, uint64_t requests, gs_error_t *err)
 {
   int64_t n = (int64_t) requests;
   const void *vals[] = { &n, &t->db_id };
-  return exec_bound(db, "UPDATE tenants SET served_requests = served_requests + ? WHERE id = ?", "ii", vals, err);
+  return exec_bound(db, "UPDATE tenants SET served_requests = served_requests + ? WHERE id = ?",
+                    "ii", vals, err);
 }
 
 int usage_db_violation(struct usage_db *db, const struct tenant *t, const struct usage_violation *v,
                        gs_error_t *err)
 {
-  int64_t gpu = v->gpu, measured = (int64_t) v->measured, limit = (int64_t) v->limit, over = (int64_t) v->over;
-  const void *vals[] = { &t->db_id, &gpu, v->kind, &v->at, &measured, &limit, &over, v->action, v->pids };
-  return exec_bound(db,
-                    "INSERT INTO violations(tenant_id, gpu, kind, at, measured, limit_value, over, action, pids) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    "iisdiiiss", vals, err);
+  int64_t gpu = v->gpu, measured = (int64_t) v->measured, limit = (int64_t) v->limit,
+          over = (int64_t) v->over;
+  const void *vals[] = { &t->db_id, &gpu,  v->kind,   &v->at, &measured,
+                         &limit,    &over, v->action, v->pids };
+  return exec_bound(
+    db,
+    "INSERT INTO violations(tenant_id, gpu, kind, at, measured, limit_value, over, action, pids) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "iisdiiiss", vals, err);
 }
 
 static bool registered(const struct registry *r, int64_t id)
@@ -350,7 +378,8 @@ int usage_db_close_orphans(struct usage_db *db, const struct registry *r, gs_err
   sqlite3_stmt *st = NULL;
   int64_t ids[256];
   int n = 0;
-  if (sqlite3_prepare_v2(db->db, "SELECT id FROM tenants WHERE ended_at IS NULL", -1, &st, NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db->db, "SELECT id FROM tenants WHERE ended_at IS NULL", -1, &st, NULL) !=
+      SQLITE_OK)
     return db_fail(db, "prepare", err);
   while (sqlite3_step(st) == SQLITE_ROW && n < 256) {
     int64_t id = sqlite3_column_int64(st, 0);
@@ -361,7 +390,8 @@ int usage_db_close_orphans(struct usage_db *db, const struct registry *r, gs_err
   for (int i = 0; i < n; i++) {
     const void *vals[] = { &ids[i] };
     if (exec_bound(db,
-                   "UPDATE tenants SET ended_at = COALESCE((SELECT MAX(end_at) FROM intervals WHERE tenant_id = ?1),"
+                   "UPDATE tenants SET ended_at = COALESCE((SELECT MAX(end_at) FROM intervals "
+                   "WHERE tenant_id = ?1),"
                    " started_at) WHERE id = ?1",
                    "i", vals, err) < 0)
       return -1;

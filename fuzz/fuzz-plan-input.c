@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (!f)
     return 0;
   gs_plan_data_init(&d);
-  enum gs_plan_input_format fmt = (enum gs_plan_input_format) (data[0] % 5);
+  enum gs_plan_input_format fmt = (enum gs_plan_input_format)(data[0] % 5);
   gs_plan_read(f, names[fmt], fmt, &d, &err);
   if (err && strchr(err->msg, '\n'))
     abort(); /* errors are one line: the CLI prints them as they are */

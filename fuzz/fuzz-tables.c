@@ -18,8 +18,7 @@ static void check_one_line(gs_error_t *err)
 }
 
 /* Plans a mix of demands on the first model of the table and checks each GPU's layout. */
-static void plan_first_model(const struct gs_mig_table *t, const struct gs_mig_profile *p,
-                             size_t n)
+static void plan_first_model(const struct gs_mig_table *t, const struct gs_mig_profile *p, size_t n)
 {
   const struct gs_mig_profile *mix[16];
   struct gs_mig_layout l;

@@ -31,7 +31,10 @@ static void board_init(struct gs_board *b, const char *uuid)
 }
 
 static const struct gs__shm_layout board_shm = {
-  "compute board", GS_BOARD_MAGIC, GS_BOARD_VERSION, sizeof(struct gs_board),
+  "compute board",
+  GS_BOARD_MAGIC,
+  GS_BOARD_VERSION,
+  sizeof(struct gs_board),
 };
 
 int gs_board_open(const char *dir, const char *uuid, struct gs_board **out, gs_error_t *err)
@@ -59,7 +62,8 @@ void gs_board_close(struct gs_board *b)
   gs__shm_close(b, &board_shm);
 }
 
-static void row_set_limits(struct gs_board_row *r, uint32_t weight_ppm, uint32_t policy, uint32_t priority)
+static void row_set_limits(struct gs_board_row *r, uint32_t weight_ppm, uint32_t policy,
+                           uint32_t priority)
 {
   atomic_store(&r->weight_ppm, weight_ppm);
   atomic_store(&r->policy, policy);
@@ -83,7 +87,8 @@ static void rows_used_raise(struct gs_board *b, int i)
 static int row_find(struct gs_board *b, const char *tenant)
 {
   for (int i = 0, rows = gs_board_rows(b); i < rows; i++)
-    if (atomic_load(&b->row[i].state) == GS_ROW_LIVE && strncmp(b->row[i].tenant, tenant, GS_LEDGER_NAME_MAX) == 0)
+    if (atomic_load(&b->row[i].state) == GS_ROW_LIVE &&
+        strncmp(b->row[i].tenant, tenant, GS_LEDGER_NAME_MAX) == 0)
       return i;
   return -1;
 }
@@ -96,8 +101,9 @@ static bool row_takeable(struct gs_board *b, int i, uint32_t state, uint64_t now
     return true;
   uint64_t turn = atomic_load(&b->turn);
   struct gs_board_row *r = &b->row[i];
-  uint64_t last = atomic_load(&r->active_ns) > atomic_load(&r->waiting_ns) ? atomic_load(&r->active_ns)
-                                                                            : atomic_load(&r->waiting_ns);
+  uint64_t last = atomic_load(&r->active_ns) > atomic_load(&r->waiting_ns)
+    ? atomic_load(&r->active_ns)
+    : atomic_load(&r->waiting_ns);
   return state == GS_ROW_LIVE && now > last + GS_ROW_STALE_NS && !(turn && GS_TURN_ROW(turn) == i);
 }
 
@@ -106,7 +112,8 @@ static int row_new(struct gs_board *b, const char *tenant, uint64_t now)
   for (int i = 0; i < GS_BOARD_ROWS; i++) {
     struct gs_board_row *r = &b->row[i];
     uint32_t state = atomic_load(&r->state);
-    if (!row_takeable(b, i, state, now) || !atomic_compare_exchange_strong(&r->state, &state, GS_ROW_CLAIMING))
+    if (!row_takeable(b, i, state, now) ||
+        !atomic_compare_exchange_strong(&r->state, &state, GS_ROW_CLAIMING))
       continue;
     rows_used_raise(b, i);
     snprintf(r->tenant, sizeof(r->tenant), "%s", tenant);

@@ -113,12 +113,14 @@ int gs_board_pick(struct gs_board *b, uint64_t now)
 void gs_board_wait_mark(struct gs_board *b, int row, uint64_t now)
 {
   struct gs_board_row *r = &b->row[row];
-  uint64_t seen = atomic_load(&r->active_ns) > atomic_load(&r->waiting_ns) ? atomic_load(&r->active_ns)
-                                                                            : atomic_load(&r->waiting_ns);
+  uint64_t seen = atomic_load(&r->active_ns) > atomic_load(&r->waiting_ns)
+    ? atomic_load(&r->active_ns)
+    : atomic_load(&r->waiting_ns);
   if (now > seen + 2 * gs_board_slice_ns(b) && !holding(b, row)) {
     uint64_t floor = UINT64_MAX;
     for (int i = 0, rows = gs_board_rows(b); i < rows; i++)
-      if (i != row && (waiting(b, i, now) || holding(b, i)) && atomic_load(&b->row[i].vtime) < floor)
+      if (i != row && (waiting(b, i, now) || holding(b, i)) &&
+          atomic_load(&b->row[i].vtime) < floor)
         floor = atomic_load(&b->row[i].vtime);
     uint64_t v = atomic_load(&r->vtime);
     while (floor != UINT64_MAX && v < floor && !atomic_compare_exchange_weak(&r->vtime, &v, floor))
@@ -194,7 +196,9 @@ uint64_t gs_board_steal(struct gs_board *b, int row, pid_t pid, uint64_t now, ui
 uint64_t gs_board_preempt(struct gs_board *b, int row, pid_t pid, uint64_t now)
 {
   uint64_t cur = atomic_load(&b->turn);
-  if (!cur || rank(atomic_load(&b->row[GS_TURN_ROW(cur)].priority)) >= rank(atomic_load(&b->row[row].priority)))
+  if (!cur ||
+      rank(atomic_load(&b->row[GS_TURN_ROW(cur)].priority)) >=
+        rank(atomic_load(&b->row[row].priority)))
     return 0;
   return install(b, cur, row, pid, now);
 }

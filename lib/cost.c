@@ -22,14 +22,17 @@ int gs_cost_stack_check(const struct gs_stack_input *in, gs_error_t *err)
   const struct {
     const char *what;
     double v;
-  } f[] = { { "sharing cut", in->sharing_cut },         { "spot fraction", in->spot_fraction },
-            { "spot discount", in->spot_discount },     { "commit fraction", in->commit_fraction },
+  } f[] = { { "sharing cut", in->sharing_cut },
+            { "spot fraction", in->spot_fraction },
+            { "spot discount", in->spot_discount },
+            { "commit fraction", in->commit_fraction },
             { "commit discount", in->commit_discount } };
   for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
     if (!in01(f[i].v))
       return gs_make_error(err, 0, "%s %g: want 0..1 (0%%..100%%)", f[i].what, f[i].v);
   if (in->spot_fraction + in->commit_fraction > 1 + 1e-12)
-    return gs_make_error(err, 0, "spot fraction %g + commit fraction %g is more than 1: "
+    return gs_make_error(err, 0,
+                         "spot fraction %g + commit fraction %g is more than 1: "
                          "spot and commitments cover separate parts of the work",
                          in->spot_fraction, in->commit_fraction);
   return 0;
@@ -38,8 +41,8 @@ int gs_cost_stack_check(const struct gs_stack_input *in, gs_error_t *err)
 static void step(struct gs_cost_step *s, double before, double after, const char *kind,
                  double fraction, double discount)
 {
-  snprintf(s->what, sizeof(s->what), "%s: %.4g%% of the work at %.4g%% off", kind,
-           fraction * 100, discount * 100);
+  snprintf(s->what, sizeof(s->what), "%s: %.4g%% of the work at %.4g%% off", kind, fraction * 100,
+           discount * 100);
   s->monthly_before = before;
   s->monthly_after = after;
 }
@@ -115,8 +118,7 @@ double gs_cost_percentile(const double *v, int n, double p)
   return r;
 }
 
-double gs_cost_commit_baseline(const double *gpus_over_time, int n, double percentile,
-                               double share)
+double gs_cost_commit_baseline(const double *gpus_over_time, int n, double percentile, double share)
 {
   if (percentile < 0)
     percentile = GS_COST_COMMIT_PERCENTILE;
@@ -125,8 +127,7 @@ double gs_cost_commit_baseline(const double *gpus_over_time, int n, double perce
   return gs_cost_percentile(gpus_over_time, n, percentile) * share;
 }
 
-double gs_cost_commit_fraction(const double *gpus_over_time, int n, double percentile,
-                               double share)
+double gs_cost_commit_fraction(const double *gpus_over_time, int n, double percentile, double share)
 {
   double base = gs_cost_commit_baseline(gpus_over_time, n, percentile, share), sum = 0;
   if (isnan(base))

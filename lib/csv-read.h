@@ -29,7 +29,7 @@ void gs__csv_init(struct gs__csv *c, const char *text, size_t len, const char *n
 int gs__csv_next(struct gs__csv *c, gs_error_t *err);
 /* "<name>: line N: <fmt...>"; returns -1. */
 int gs__csv_error(const struct gs__csv *c, gs_error_t *err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+  __attribute__((format(printf, 3, 4)));
 /* Index of the header column called name in c->field (the current record), or -1. */
 int gs__csv_column(const struct gs__csv *c, const char *name);
 /* Field i, or "" when the record is shorter (or i < 0). */
@@ -46,7 +46,8 @@ int gs__csv_string(const struct gs__csv *c, int i, const char *what, char *out, 
  * buffer. */
 int gs__read_text_file(const char *path, char **out, size_t *len, gs_error_t *err);
 /* A table's parse from text, named for its messages; out is the table's own out pointer. */
-typedef int gs__text_parse_fn(const char *text, size_t len, const char *name, void *out, gs_error_t *err);
+typedef int gs__text_parse_fn(const char *text, size_t len, const char *name, void *out,
+                              gs_error_t *err);
 /* The load of every table read from a CSV file: reads path, hands its text to parse under the
  * path's name, and frees the text. */
 int gs__parse_text_file(const char *path, gs__text_parse_fn *parse, void *out, gs_error_t *err);

@@ -29,8 +29,8 @@ size_t gs_utf8_seq_len(const unsigned char *s, size_t n)
   for (size_t i = 1; i < len; i++)
     if ((s[i] & 0xc0) != 0x80)
       return 0;
-  if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) || (s[0] == 0xf0 && s[1] < 0x90) ||
-      (s[0] == 0xf4 && s[1] > 0x8f))
+  if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+      (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
     return 0;
   return len;
 }

@@ -8,22 +8,22 @@
 #include <string.h>
 
 static const char *const canon_names[] = {
-  "t4", "l4", "a10g", "l40s", "a100-40gb", "a100-80gb", "h100-80gb", "h100-94gb",
-  "h100-96gb", "h200-141gb", "b200-180gb", NULL,
+  "t4",        "l4",        "a10g",      "l40s",       "a100-40gb",  "a100-80gb",
+  "h100-80gb", "h100-94gb", "h100-96gb", "h200-141gb", "b200-180gb", NULL,
 };
 
 /* Other spellings, after normalizing (see normalize()). */
 static const struct {
   const char *alias, *canon;
 } aliases[] = {
-  { "t4-16gb", "t4" },           { "l4-24gb", "l4" },          { "a10g-24gb", "a10g" },
-  { "l40s-48gb", "l40s" },       { "h100", "h100-80gb" },      { "h100-nvl", "h100-94gb" },
-  { "h200", "h200-141gb" },      { "h200-nvl", "h200-141gb" }, { "b200", "b200-180gb" },
+  { "t4-16gb", "t4" },      { "l4-24gb", "l4" },          { "a10g-24gb", "a10g" },
+  { "l40s-48gb", "l40s" },  { "h100", "h100-80gb" },      { "h100-nvl", "h100-94gb" },
+  { "h200", "h200-141gb" }, { "h200-nvl", "h200-141gb" }, { "b200", "b200-180gb" },
 };
 
 /* Words that say how a GPU is packaged, not which one it is. */
-static const char *const noise[] = { "nvidia", "tesla", "sxm", "sxm4", "sxm5", "pcie", "hbm3",
-                                     "hbm3e" };
+static const char *const noise[] = { "nvidia", "tesla", "sxm",  "sxm4",
+                                     "sxm5",   "pcie",  "hbm3", "hbm3e" };
 
 static int is_noise(const char *w, size_t n)
 {

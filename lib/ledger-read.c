@@ -23,10 +23,10 @@ union ledger_head {
   unsigned char bytes[HEAD_BYTES];
 };
 
-#define HEAD_GET(h, field, out)                                                                  \
-  do {                                                                                           \
+#define HEAD_GET(h, field, out)                                                                \
+  do {                                                                                         \
     _Static_assert(sizeof(out) == sizeof(((struct gs_ledger *) 0)->field), "size of " #field); \
-    memcpy(&(out), (h)->bytes + offsetof(struct gs_ledger, field), sizeof(out));                \
+    memcpy(&(out), (h)->bytes + offsetof(struct gs_ledger, field), sizeof(out));               \
   } while (0)
 
 int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err)
@@ -40,7 +40,8 @@ int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err)
   return fd;
 }
 
-static int read_head(int fd, const char *what, uid_t uid, union ledger_head *h, uid_t *owner, gs_error_t *err)
+static int read_head(int fd, const char *what, uid_t uid, union ledger_head *h, uid_t *owner,
+                     gs_error_t *err)
 {
   struct stat st;
   if (fstat(fd, &st) < 0)
@@ -88,7 +89,8 @@ static void copy_head(struct gs_ledger_copy *c, const union ledger_head *h)
     copy_gpu(&c->gpu[g], h, g);
 }
 
-int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out, gs_error_t *err)
+int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out,
+                      gs_error_t *err)
 {
   union ledger_head h;
   uid_t owner;
@@ -119,7 +121,8 @@ static void slot_identity(const unsigned char *slot, uint32_t *state, struct gs_
   int32_t pid;
   memcpy(state, slot + offsetof(struct gs_ledger_proc, state), sizeof(*state));
   memcpy(&pid, slot + offsetof(struct gs_ledger_proc, pid), sizeof(pid));
-  memcpy(&id->start_time, slot + offsetof(struct gs_ledger_proc, start_time), sizeof(id->start_time));
+  memcpy(&id->start_time, slot + offsetof(struct gs_ledger_proc, start_time),
+         sizeof(id->start_time));
   id->pid = pid;
 }
 
@@ -136,7 +139,8 @@ int gs_ledger_read_procs(int fd, struct gs_ledger_pid *out, int max, gs_error_t 
     free(slots);
     return gs_make_error(err, e, "read process slots");
   }
-  for (size_t i = 0; i + sizeof(struct gs_ledger_proc) <= (size_t) got && n < max; i += sizeof(struct gs_ledger_proc)) {
+  for (size_t i = 0; i + sizeof(struct gs_ledger_proc) <= (size_t) got && n < max;
+       i += sizeof(struct gs_ledger_proc)) {
     uint32_t state;
     slot_identity(slots + i, &state, &out[n]);
     n += state == GS_SLOT_LIVE && out[n].pid > 0;
@@ -170,14 +174,18 @@ static int put_limits(int fd, const struct gs_limits *lim, const char *path, gs_
     /* The percentage goes first, so that no reader resolves it over the new byte figure. */
     rc = put32(fd, offsetof(struct gs_ledger, gpu[g].limit_ppm), 0, path, err);
     if (rc == 0)
-      rc = put64(fd, offsetof(struct gs_ledger, gpu[g].limit_bytes), atomic_load(&lim->limit_bytes[g]), path, err);
+      rc = put64(fd, offsetof(struct gs_ledger, gpu[g].limit_bytes),
+                 atomic_load(&lim->limit_bytes[g]), path, err);
   }
   if (rc == 0)
-    rc = put32(fd, offsetof(struct gs_ledger, compute.limit_ppm), atomic_load(&lim->compute.limit_ppm), path, err);
+    rc = put32(fd, offsetof(struct gs_ledger, compute.limit_ppm),
+               atomic_load(&lim->compute.limit_ppm), path, err);
   if (rc == 0)
-    rc = put32(fd, offsetof(struct gs_ledger, compute.policy), atomic_load(&lim->compute.policy), path, err);
+    rc = put32(fd, offsetof(struct gs_ledger, compute.policy), atomic_load(&lim->compute.policy),
+               path, err);
   if (rc == 0)
-    rc = put32(fd, offsetof(struct gs_ledger, compute.priority), atomic_load(&lim->compute.priority), path, err);
+    rc = put32(fd, offsetof(struct gs_ledger, compute.priority),
+               atomic_load(&lim->compute.priority), path, err);
   return rc;
 }
 

@@ -41,7 +41,10 @@ bool gs_ledger_name_valid(const char *name)
 }
 
 const struct gs__shm_layout gs__ledger_shm = {
-  "tenant ledger", GS_LEDGER_MAGIC, GS_LEDGER_VERSION, sizeof(struct gs_ledger),
+  "tenant ledger",
+  GS_LEDGER_MAGIC,
+  GS_LEDGER_VERSION,
+  sizeof(struct gs_ledger),
 };
 
 int gs__ledger_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err)
@@ -106,8 +109,8 @@ static bool leftover(const char *dir, const char *name)
 
 static int create_file(const char *path, struct gs_ledger **out, gs_error_t *err)
 {
-  return gs__shm_open(path, &gs__ledger_shm, GS__SHM_CREATE | GS__SHM_EXCL | GS__SHM_WRITE, (void **) out, NULL,
-                      err);
+  return gs__shm_open(path, &gs__ledger_shm, GS__SHM_CREATE | GS__SHM_EXCL | GS__SHM_WRITE,
+                      (void **) out, NULL, err);
 }
 
 /* Hands e over to the caller's err (or drops it when the caller wants none). */
@@ -246,7 +249,8 @@ static inline const struct gs_limits *authority_for(const struct gs_ledger *l)
 uint32_t gs_ledger_compute_limit_ppm(const struct gs_ledger *l)
 {
   const struct gs_limits *a = authority_for(l);
-  return atomic_load_explicit(a ? &a->compute.limit_ppm : &l->compute.limit_ppm, memory_order_relaxed);
+  return atomic_load_explicit(a ? &a->compute.limit_ppm : &l->compute.limit_ppm,
+                              memory_order_relaxed);
 }
 
 uint32_t gs_ledger_compute_policy(const struct gs_ledger *l)
@@ -258,7 +262,8 @@ uint32_t gs_ledger_compute_policy(const struct gs_ledger *l)
 uint32_t gs_ledger_priority(const struct gs_ledger *l)
 {
   const struct gs_limits *a = authority_for(l);
-  return atomic_load_explicit(a ? &a->compute.priority : &l->compute.priority, memory_order_relaxed);
+  return atomic_load_explicit(a ? &a->compute.priority : &l->compute.priority,
+                              memory_order_relaxed);
 }
 
 uint64_t gs_ledger_limit(struct gs_ledger *l, int gpu, uint64_t device_total)
@@ -282,18 +287,19 @@ int gs_ledger_reserve(struct gs_ledger *l, struct gs_ledger_proc *p, int gpu, ui
 {
   struct gs_ledger_gpu *g = &l->gpu[gpu];
   const struct gs_limits *a = authority_for(l);
-  uint64_t limit = atomic_load_explicit(a ? &a->limit_bytes[gpu] : &g->limit_bytes, memory_order_relaxed);
+  uint64_t limit =
+    atomic_load_explicit(a ? &a->limit_bytes[gpu] : &g->limit_bytes, memory_order_relaxed);
   uint64_t cur = atomic_load_explicit(&g->used_bytes, memory_order_relaxed);
   do {
     if (bytes > limit || cur > limit - bytes)
       return -1;
-  } while (!atomic_compare_exchange_weak_explicit(&g->used_bytes, &cur, cur + bytes, memory_order_acq_rel,
-                                                  memory_order_relaxed));
+  } while (!atomic_compare_exchange_weak_explicit(&g->used_bytes, &cur, cur + bytes,
+                                                  memory_order_acq_rel, memory_order_relaxed));
   atomic_fetch_add_explicit(&p->used[gpu], bytes, memory_order_relaxed);
   uint64_t peak = atomic_load_explicit(&g->peak_bytes, memory_order_relaxed);
   while (cur + bytes > peak &&
-         !atomic_compare_exchange_weak_explicit(&g->peak_bytes, &peak, cur + bytes, memory_order_relaxed,
-                                                memory_order_relaxed))
+         !atomic_compare_exchange_weak_explicit(&g->peak_bytes, &peak, cur + bytes,
+                                                memory_order_relaxed, memory_order_relaxed))
     ;
   return 0;
 }

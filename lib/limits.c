@@ -25,10 +25,14 @@ int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_
 }
 
 static const struct gs__shm_layout limits_shm = {
-  "limits file", GS_LIMITS_MAGIC, GS_LIMITS_VERSION, sizeof(struct gs_limits),
+  "limits file",
+  GS_LIMITS_MAGIC,
+  GS_LIMITS_VERSION,
+  sizeof(struct gs_limits),
 };
 
-int gs_limits_open(const char *dir, const char *name, bool writable, struct gs_limits **out, gs_error_t *err)
+int gs_limits_open(const char *dir, const char *name, bool writable, struct gs_limits **out,
+                   gs_error_t *err)
 {
   char path[4096];
   if (gs_limits_path(path, sizeof(path), dir, name, err) < 0)
@@ -63,7 +67,14 @@ struct acl_entry {
   uint16_t tag, perm;
   uint32_t id;
 };
-enum { ACL_VERSION = 2, ACL_USER_OBJ = 1, ACL_USER = 2, ACL_GROUP_OBJ = 4, ACL_MASK = 0x10, ACL_OTHER = 0x20 };
+enum {
+  ACL_VERSION = 2,
+  ACL_USER_OBJ = 1,
+  ACL_USER = 2,
+  ACL_GROUP_OBJ = 4,
+  ACL_MASK = 0x10,
+  ACL_OTHER = 0x20
+};
 
 static int grant_tenant(int fd, uid_t tenant)
 {
@@ -71,8 +82,12 @@ static int grant_tenant(int fd, uid_t tenant)
   struct {
     uint32_t version;
     struct acl_entry e[5];
-  } acl = { ACL_VERSION, { { ACL_USER_OBJ, 6, none }, { ACL_USER, 4, (uint32_t) tenant }, { ACL_GROUP_OBJ, 4, none },
-                           { ACL_MASK, 4, none }, { ACL_OTHER, 0, none } } };
+  } acl = { ACL_VERSION,
+            { { ACL_USER_OBJ, 6, none },
+              { ACL_USER, 4, (uint32_t) tenant },
+              { ACL_GROUP_OBJ, 4, none },
+              { ACL_MASK, 4, none },
+              { ACL_OTHER, 0, none } } };
   if (tenant == geteuid())
     return 0;
   return fsetxattr(fd, "system.posix_acl_access", &acl, sizeof(acl), 0);
@@ -96,7 +111,8 @@ static int set_access(int fd, gid_t gid, uid_t tenant, const char *path)
 }
 
 /* Writes the whole file under a temporary name, then renames it into place. */
-static int write_new(const char *tmp, const char *path, const struct gs_limits *lim, gid_t gid, gs_error_t *err)
+static int write_new(const char *tmp, const char *path, const struct gs_limits *lim, gid_t gid,
+                     gs_error_t *err)
 {
   int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0)
@@ -123,8 +139,8 @@ static int make_dir(const char *ldir, gid_t gid, gs_error_t *err)
   return 0;
 }
 
-int gs_limits_create(const char *dir, const struct gs_limits *init, gid_t gid, struct gs_limits **out,
-                     gs_error_t *err)
+int gs_limits_create(const char *dir, const struct gs_limits *init, gid_t gid,
+                     struct gs_limits **out, gs_error_t *err)
 {
   char path[4096], tmp[4200], ldir[4096];
   struct gs_limits lim;
@@ -189,7 +205,8 @@ void gs_limits_init(struct gs_limits *lim, const struct gs_ledger_copy *l, const
                         &l->compute.slice_ms);
 }
 
-void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t ppm, uint64_t total)
+void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t ppm,
+                        uint64_t total)
 {
   /* The percentage goes first: a reader that sees the new bytes sees what they came from. */
   atomic_store(&lim->limit_ppm[gpu], ppm);
@@ -222,7 +239,7 @@ void gs_limits_changed(struct gs_limits *lim)
 bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid_t uid)
 {
   return lim->uid == (uint32_t) uid && lim->ledger_created_unix_ns == l->created_unix_ns &&
-         strncmp(lim->name, l->name, sizeof(lim->name)) == 0;
+    strncmp(lim->name, l->name, sizeof(lim->name)) == 0;
 }
 
 /* Opens dir/limits/name when the daemon's uid owns it and no one else may write it: the
@@ -242,8 +259,9 @@ static int open_daemon_file(const char *dir, const char *name)
   if (fstat(dfd, &ds) == 0 && !(ds.st_mode & (S_IWGRP | S_IWOTH)))
     fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   close(dfd);
-  if (fd >= 0 && (fstat(fd, &fs) < 0 || !S_ISREG(fs.st_mode) || fs.st_uid != ds.st_uid ||
-                  (fs.st_mode & (S_IWGRP | S_IWOTH)))) {
+  if (fd >= 0 &&
+      (fstat(fd, &fs) < 0 || !S_ISREG(fs.st_mode) || fs.st_uid != ds.st_uid ||
+       (fs.st_mode & (S_IWGRP | S_IWOTH)))) {
     close(fd);
     fd = -1;
   }
@@ -283,7 +301,8 @@ const char *gs_priority_name(uint32_t priority)
   return priority == GS_PRIO_HIGH ? "high" : priority == GS_PRIO_LOW ? "low" : "normal";
 }
 
-void gs_labels_foreach(const char *labels, void (*fn)(const char *key, const char *value, void *data), void *data)
+void gs_labels_foreach(const char *labels,
+                       void (*fn)(const char *key, const char *value, void *data), void *data)
 {
   char key[GS_LEDGER_LABELS_MAX], value[GS_LEDGER_LABELS_MAX];
   for (const char *p = labels; p && *p;) {

@@ -144,8 +144,7 @@ static void mbuf_label_value(struct mbuf *b, const char *s, size_t max)
   mbuf_put(b, (const char *) p, run);
 }
 
-static void mbuf_label(struct mbuf *b, bool first, const char *name, const char *value,
-                       size_t max)
+static void mbuf_label(struct mbuf *b, bool first, const char *name, const char *value, size_t max)
 {
   mbuf_put(b, first ? "" : ",", first ? 0 : 1);
   mbuf_puts(b, name);
@@ -307,8 +306,16 @@ static void render_gpus(struct mbuf *b, const struct gs_snapshot *s, const struc
 }
 
 enum tenant_field {
-  TF_VRAM_USED, TF_VRAM_LIMIT, TF_SHARE, TF_LIMIT, TF_GPU_S, TF_THROTTLED_S,
-  TF_VIOL_BYTES, TF_VIOL_COMPUTE, TF_VIOL_VRAM_N, TF_VIOL_COMPUTE_N,
+  TF_VRAM_USED,
+  TF_VRAM_LIMIT,
+  TF_SHARE,
+  TF_LIMIT,
+  TF_GPU_S,
+  TF_THROTTLED_S,
+  TF_VIOL_BYTES,
+  TF_VIOL_COMPUTE,
+  TF_VIOL_VRAM_N,
+  TF_VIOL_COMPUTE_N,
 };
 
 static const struct {
@@ -332,7 +339,8 @@ static const struct {
     "Device memory NVML counts for the tenant's processes over its limit on this GPU, in bytes "
     "(0 when within it)." },
   { TF_VIOL_COMPUTE, "gpuslice_tenant_violation_compute_share", "gauge",
-    "Share of this GPU's time NVML counts for the tenant over its compute limit (0 when within it)." },
+    "Share of this GPU's time NVML counts for the tenant over its compute limit (0 when within "
+    "it)." },
   { TF_VIOL_VRAM_N, "gpuslice_tenant_vram_violations_total", "counter",
     "Device memory violations the daemon found on this GPU, one per start of an excess." },
   { TF_VIOL_COMPUTE_N, "gpuslice_tenant_compute_violations_total", "counter",

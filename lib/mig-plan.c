@@ -106,8 +106,8 @@ static int fill_layout(const struct mig_gpu *gpus, int ngpus, int n, struct gs_m
   out->n = 0;
   for (int g = 0; g < ngpus; g++)
     for (int i = 0; i < gpus[g].n; i++)
-      out->inst[out->n++] = (struct gs_mig_instance){ gpus[g].p[i], g, gpus[g].start[i],
-                                                      gpus[g].demand[i] };
+      out->inst[out->n++] =
+        (struct gs_mig_instance){ gpus[g].p[i], g, gpus[g].start[i], gpus[g].demand[i] };
   qsort(out->inst, (size_t) out->n, sizeof(*out->inst), cmp_instance);
   return 0;
 }
@@ -167,8 +167,7 @@ int gs_mig_plan(const struct gs_mig_table *t, const char *model, const uint64_t 
     p[i] = gs_mig_smallest_fit(t, model, demand_bytes[i], err);
     if (!p[i]) {
       free(p);
-      return gs_error_prepend(err, "demand %d (%.2f GiB)", i + 1,
-                              (double) demand_bytes[i] / GIB);
+      return gs_error_prepend(err, "demand %d (%.2f GiB)", i + 1, (double) demand_bytes[i] / GIB);
     }
   }
   int r = gs_mig_plan_profiles((const struct gs_mig_profile *const *) p, n, out, err);

@@ -26,8 +26,9 @@ struct mig_cols {
 
 static int find_columns(const struct gs__csv *c, struct mig_cols *k, gs_error_t *err)
 {
-  static const char *const names[] = { "gpu", "profile", "compute_slices", "mem_slices",
-                                       "max_instances", "placements_start", "mem_gib" };
+  static const char *const names[] = { "gpu",        "profile",       "compute_slices",
+                                       "mem_slices", "max_instances", "placements_start",
+                                       "mem_gib" };
   int *idx[] = { &k->gpu, &k->profile, &k->compute, &k->mem, &k->max, &k->starts, &k->mem_gib };
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
     if ((*idx[i] = gs__csv_column(c, names[i])) < 0)
@@ -45,8 +46,8 @@ static int parse_starts(const struct gs__csv *c, const char *s, int mem_slices, 
       return gs__csv_error(c, err, "placements_start '%s' is not a list like 0|2|4", s);
     int start = p[0] - '0';
     if (start + mem_slices > GS_MIG_POSITIONS)
-      return gs__csv_error(c, err, "placements_start %d leaves no room for %d memory slices",
-                           start, mem_slices);
+      return gs__csv_error(c, err, "placements_start %d leaves no room for %d memory slices", start,
+                           mem_slices);
     *mask |= (uint8_t) (1u << start);
     if (!p[1])
       return 0;
@@ -107,8 +108,8 @@ static int read_ints(const struct gs__csv *c, const struct mig_cols *k, struct g
   return 0;
 }
 
-static int read_profile(const struct gs__csv *c, const struct mig_cols *k,
-                        struct gs_mig_profile *p, gs_error_t *err)
+static int read_profile(const struct gs__csv *c, const struct mig_cols *k, struct gs_mig_profile *p,
+                        gs_error_t *err)
 {
   memset(p, 0, sizeof(*p));
   const char *gpu = gs__csv_get(c, k->gpu);
@@ -311,7 +312,8 @@ const struct gs_mig_profile *gs_mig_smallest_fit(const struct gs_mig_table *t, c
       best = &p[i];
   }
   if (!best && big)
-    gs_make_error(err, 0, "%.2f GiB is more than the largest MIG profile of %s holds (%s, %.2f GiB)",
+    gs_make_error(err, 0,
+                  "%.2f GiB is more than the largest MIG profile of %s holds (%s, %.2f GiB)",
                   (double) bytes / GIB, big->model, big->name, big->mem_gib);
   return best;
 }

@@ -25,7 +25,8 @@ static void split_line(char *line, char **key, char **value)
   *value = v;
 }
 
-static int file_line(const struct gs_opt_table *t, void *dst, char *line, const char *from, gs_error_t *err)
+static int file_line(const struct gs_opt_table *t, void *dst, char *line, const char *from,
+                     gs_error_t *err)
 {
   char *key, *value;
   split_line(line, &key, &value);
@@ -37,7 +38,8 @@ static int file_line(const struct gs_opt_table *t, void *dst, char *line, const 
   return gs_opt_set(o, dst, value, from, err);
 }
 
-int gs_opt_load_file(const struct gs_opt_table *t, void *dst, const char *path, bool must, gs_error_t *err)
+int gs_opt_load_file(const struct gs_opt_table *t, void *dst, const char *path, bool must,
+                     gs_error_t *err)
 {
   _cleanup_fclose_ FILE *f = fopen(path, "re");
   char line[4096], from[4200];

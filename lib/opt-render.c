@@ -15,10 +15,12 @@ void gs_opt_label(const struct gs_opt *o, char *buf, size_t size)
   int n = o->letter ? snprintf(buf, size, "-%c, ", o->letter) : 0;
   if (n < 0 || (size_t) n >= size)
     n = 0;
-  snprintf(buf + n, size - (size_t) n, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+  snprintf(buf + n, size - (size_t) n, "--%s%s%s", o->name, o->arg ? " " : "",
+           o->arg ? o->arg : "");
 }
 
-static void append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t size, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
 static void append(char *buf, size_t size, const char *fmt, ...)
 {
   size_t n = strlen(buf);
@@ -30,8 +32,8 @@ static void append(char *buf, size_t size, const char *fmt, ...)
 
 /* The help text with its default (and, when env, its environment variable) after it: a
  * sentence gets " Default: X.", a phrase " (default X)". */
-static void help_with_default(const struct gs_opt *o, const char *def, const char *quote, bool env, char *buf,
-                              size_t size)
+static void help_with_default(const struct gs_opt *o, const char *def, const char *quote, bool env,
+                              char *buf, size_t size)
 {
   size_t n = strlen(o->help);
   bool sentence = n && o->help[n - 1] == '.';
@@ -138,7 +140,8 @@ void gs_opt_markdown(const struct gs_opt_table *t, FILE *f)
   for (int i = 0; i < t->nopts; i++)
     env = env || t->opts[i].env;
   fputs(env ? "| Option | Environment | Effect |\n|--------|-------------|--------|\n"
-            : "| Option | Effect |\n|--------|--------|\n", f);
+            : "| Option | Effect |\n|--------|--------|\n",
+        f);
   for (int i = 0; i < t->nopts; i++)
     md_row(f, &t->opts[i], env);
 }
@@ -147,7 +150,9 @@ void gs_opt_markdown(const struct gs_opt_table *t, FILE *f)
 void gs_opt_markdown_settings(const struct gs_opt_table *t, FILE *f)
 {
   char key[64];
-  fputs("| Setting | Flag | Environment | Default | Effect |\n|---------|------|-------------|---------|--------|\n", f);
+  fputs("| Setting | Flag | Environment | Default | Effect "
+        "|\n|---------|------|-------------|---------|--------|\n",
+        f);
   for (int i = 0; i < t->nopts; i++) {
     const struct gs_opt *o = &t->opts[i];
     if (!(o->flags & GS_OPT_SETTING))

@@ -45,7 +45,9 @@ static void describe_want(const struct gs_opt *o, char *buf, size_t size)
   } else if (o->kind == GS_OPT_STRING) {
     snprintf(buf, size, "another value");
   } else {
-    const char *what = o->kind == GS_OPT_INT ? "a whole number" : o->kind == GS_OPT_PERCENT ? "a percentage" : "a number";
+    const char *what = o->kind == GS_OPT_INT ? "a whole number"
+      : o->kind == GS_OPT_PERCENT            ? "a percentage"
+                                             : "a number";
     snprintf(buf, size, "%s from %g to %g", what, o->min, o->max);
   }
 }
@@ -133,31 +135,23 @@ static int set_number(const struct gs_opt *o, void *field, const char *value)
   return 0;
 }
 
-int gs_opt_set(const struct gs_opt *o, void *dst, const char *value, const char *from, gs_error_t *err)
+int gs_opt_set(const struct gs_opt *o, void *dst, const char *value, const char *from,
+               gs_error_t *err)
 {
   void *field = (char *) dst + o->offset;
   int r = 0;
   switch (o->kind) {
-  case GS_OPT_FLAG:
-    *(bool *) field = true;
-    return 0;
-  case GS_OPT_HELP:
-    return 0;
+  case GS_OPT_FLAG: *(bool *) field = true; return 0;
+  case GS_OPT_HELP: return 0;
   case GS_OPT_STRING:
     if (o->valid && !o->valid(value))
       return bad_value(o, value, from, err);
     set_string(o, field, value);
     return 0;
-  case GS_OPT_CALL:
-    return o->parse(dst, value, err) < 0 ? -1 : 0;
-  case GS_OPT_ENUM:
-    r = set_enum(o, field, value);
-    break;
-  case GS_OPT_MODE:
-    r = set_mode(field, value);
-    break;
-  default:
-    r = set_number(o, field, value);
+  case GS_OPT_CALL: return o->parse(dst, value, err) < 0 ? -1 : 0;
+  case GS_OPT_ENUM: r = set_enum(o, field, value); break;
+  case GS_OPT_MODE: r = set_mode(field, value); break;
+  default: r = set_number(o, field, value);
   }
   return r < 0 ? bad_value(o, value, from, err) : 0;
 }
@@ -215,7 +209,7 @@ static struct option *make_longopts(const struct gs_opt_table *t, char *shortopt
   *s++ = ':';
   for (int i = 0; i < t->nopts; i++) {
     const struct gs_opt *o = &t->opts[i];
-    lo[i] = (struct option) { o->name, o->arg ? required_argument : no_argument, NULL, LONG_VAL(i) };
+    lo[i] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL, LONG_VAL(i) };
     if (o->letter) {
       *s++ = o->letter;
       if (o->arg)
@@ -249,7 +243,8 @@ static int bad_option(const struct gs_opt_table *t, char **argv, int c, gs_error
 }
 
 /* Applies entry i with getopt's optarg; seen counts for GS_OPTS_ONCE. */
-static int apply(const struct gs_opt_table *t, int i, unsigned char *seen, void *dst, gs_error_t *err)
+static int apply(const struct gs_opt_table *t, int i, unsigned char *seen, void *dst,
+                 gs_error_t *err)
 {
   const struct gs_opt *o = &t->opts[i];
   /* getopt takes whatever follows an option as its value, even the "--" before operands. */
@@ -260,7 +255,8 @@ static int apply(const struct gs_opt_table *t, int i, unsigned char *seen, void 
   return gs_opt_set(o, dst, o->arg ? optarg : NULL, NULL, err);
 }
 
-int gs_opt_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv, int *next, gs_error_t *err)
+int gs_opt_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv, int *next,
+                 gs_error_t *err)
 {
   _cleanup_free_ char *shortopts = xmalloc(3 + 2 * (size_t) t->nopts + 1);
   _cleanup_free_ struct option *lo = make_longopts(t, shortopts);

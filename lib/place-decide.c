@@ -32,22 +32,17 @@ static int score_node(gs_place_cluster_t *c, enum gs_place_policy p, int i,
 {
   *gpu = -1;
   switch (p) {
-  case GS_PLACE_BEST_FIT:
-    return gs__place_score_best_fit(&c->nodes[i], r);
-  case GS_PLACE_GPU_PACKING:
-    return gs__place_score_gpu_packing(&c->nodes[i], r);
-  case GS_PLACE_FGD:
-    return gs__place_fgd_score(c, i, r, gpu);
-  case GS_PLACE_FGD_MEM:
-    return gs__place_fgd_mem_score(c, i, r, gpu);
-  case GS_PLACE_FIRST_FIT:
-    break;
+  case GS_PLACE_BEST_FIT: return gs__place_score_best_fit(&c->nodes[i], r);
+  case GS_PLACE_GPU_PACKING: return gs__place_score_gpu_packing(&c->nodes[i], r);
+  case GS_PLACE_FGD: return gs__place_fgd_score(c, i, r, gpu);
+  case GS_PLACE_FGD_MEM: return gs__place_fgd_mem_score(c, i, r, gpu);
+  case GS_PLACE_FIRST_FIT: break;
   }
   return 0;
 }
 
-int gs_place_decide(gs_place_cluster_t *c, enum gs_place_policy p,
-                    const struct gs_place_request *r, struct gs_place_choice *out)
+int gs_place_decide(gs_place_cluster_t *c, enum gs_place_policy p, const struct gs_place_request *r,
+                    struct gs_place_choice *out)
 {
   if (p == GS_PLACE_FIRST_FIT)
     return first_fit(c, r, out);

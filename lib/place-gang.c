@@ -50,8 +50,7 @@ static void say_shape(struct reason *w, const struct gs_place_request *r)
         r->gpu_milli, (long long) r->cpu_milli);
 }
 
-static void say_where(struct reason *w, const gs_place_sched_t *s,
-                      const struct gs_place_choice *ch)
+static void say_where(struct reason *w, const gs_place_sched_t *s, const struct gs_place_choice *ch)
 {
   say(w, "on %s", s->node_names[ch->node]);
   if (!ch->gpu_mask) {
@@ -81,13 +80,15 @@ static void say_quota_before(struct reason *w, const struct place_queue *q, int6
                              bool in_quota)
 {
   if (in_quota)
-    say(w, "in quota (%s %lld+%lld <= %lld milli), but no node frees enough by preempting "
-           "over-quota pods of other queues or of lower priority in its own; in-quota pods "
-           "are never preempted",
+    say(w,
+        "in quota (%s %lld+%lld <= %lld milli), but no node frees enough by preempting "
+        "over-quota pods of other queues or of lower priority in its own; in-quota pods "
+        "are never preempted",
         q->name, (long long) q->in_use, (long long) milli, (long long) q->quota);
   else
-    say(w, "over quota (%s %lld+%lld > %lld milli), so it may use idle capacity only and "
-           "never preempts",
+    say(w,
+        "over quota (%s %lld+%lld > %lld milli), so it may use idle capacity only and "
+        "never preempts",
         q->name, (long long) q->in_use, (long long) milli, (long long) q->quota);
 }
 
@@ -107,18 +108,18 @@ static bool same_queue(const char *a, const char *b)
 static int check(const struct gs_place_request *reqs, size_t n, gs_error_t *err)
 {
   if (n == 0 || n > GS_PLACE_GANG_MAX)
-    return gs_make_error(err, 0, "a submission has 1 to %d requests, not %zu",
-                         GS_PLACE_GANG_MAX, n);
+    return gs_make_error(err, 0, "a submission has 1 to %d requests, not %zu", GS_PLACE_GANG_MAX,
+                         n);
   for (size_t i = 0; i < n; i++) {
     const struct gs_place_request *r = &reqs[i];
     bool bad_gpu = r->num_gpu < 0 || r->num_gpu > GS_PLACE_MAX_GPUS ||
-                   (r->num_gpu > 0 && (r->gpu_milli < 1 || r->gpu_milli > GS_PLACE_MILLI)) ||
-                   (r->num_gpu == 0 && r->gpu_milli != 0);
+      (r->num_gpu > 0 && (r->gpu_milli < 1 || r->gpu_milli > GS_PLACE_MILLI)) ||
+      (r->num_gpu == 0 && r->gpu_milli != 0);
     if (bad_gpu || r->cpu_milli < 0 || r->mem_mib < 0)
       return gs_make_error(err, 0, "request '%s': bad shape", pod_name(r));
     if (!same_queue(r->queue, reqs[0].queue))
-      return gs_make_error(err, 0, "gang spans queues '%s' and '%s'",
-                           r->queue ? r->queue : "", reqs[0].queue ? reqs[0].queue : "");
+      return gs_make_error(err, 0, "gang spans queues '%s' and '%s'", r->queue ? r->queue : "",
+                           reqs[0].queue ? reqs[0].queue : "");
   }
   return 0;
 }
@@ -184,15 +185,14 @@ static void say_placed(const gs_place_sched_t *s, const struct gs_place_request 
   }
   for (size_t k = 0; k < out->n_victims; k++) {
     const struct gs_place_victim *v = &out->victims[k];
-    say(w, "%s'%s' (%s, priority %d, over quota) ", k ? ", " : "; preempted ", v->name,
-        v->queue, v->priority);
+    say(w, "%s'%s' (%s, priority %d, over quota) ", k ? ", " : "; preempted ", v->name, v->queue,
+        v->priority);
     say_where(w, s, &v->choice);
   }
 }
 
-static void say_rejected(const gs_place_sched_t *s, const struct gs_place_request *reqs,
-                         size_t n, size_t failed, int queue, int64_t milli, bool in_quota,
-                         struct reason *w)
+static void say_rejected(const gs_place_sched_t *s, const struct gs_place_request *reqs, size_t n,
+                         size_t failed, int queue, int64_t milli, bool in_quota, struct reason *w)
 {
   const struct gs_place_request *r = &reqs[failed];
   if (n == 1) {
@@ -200,8 +200,7 @@ static void say_rejected(const gs_place_sched_t *s, const struct gs_place_reques
     say_shape(w, r);
     say(w, " fits no node; ");
   } else {
-    say(w, "rejected: gang of %zu (all or nothing): member %zu '%s' ", n, failed + 1,
-        pod_name(r));
+    say(w, "rejected: gang of %zu (all or nothing): member %zu '%s' ", n, failed + 1, pod_name(r));
     say_shape(w, r);
     say(w, " fits no node once %zu %s placed (%d of %zu nodes could hold it alone); ", failed,
         failed == 1 ? "is" : "are", nodes_that_fit(s, r), s->c->n);

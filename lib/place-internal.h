@@ -48,8 +48,8 @@ struct place_shape {
 /* Room for one more cache column: grows *shapes (n of them, each elem bytes) at powers of two
  * and gives the new column's entries, one per node of c. NULL when there are PLACE_MAX_SHAPES
  * already or no memory; *shapes is the array to keep either way. */
-struct place_cache_entry *gs__place_shape_room(const struct gs_place_cluster *c, void **shapes, size_t n,
-                                               size_t elem);
+struct place_cache_entry *gs__place_shape_room(const struct gs_place_cluster *c, void **shapes,
+                                               size_t n, size_t elem);
 
 struct gs_place_cluster {
   size_t n;
@@ -78,16 +78,16 @@ int gs__place_score_gpu_packing(const struct place_node *nd, const struct gs_pla
 
 /* place-policy-fgd.c */
 double gs__place_fgd_frag(const gs_place_cluster_t *c, int model, int64_t cpu_left,
-                      const int16_t *left, int gpus);
+                          const int16_t *left, int gpus);
 int gs__place_fgd_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
-                    int *gpu);
+                        int *gpu);
 int gs__place_fgd_sigmoid_score(double frag_before, double frag_after);
 void gs__place_fgd_prepare(gs_place_cluster_t *c, const struct gs_place_request *r);
 
 /* place-policy-fgd-mem.c */
 void gs__place_fgd_mem_prepare(gs_place_cluster_t *c, const struct gs_place_request *r);
 int gs__place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
-                        int *gpu);
+                            int *gpu);
 void gs__place_fgd_mem_free(struct place_fgd_mem *m);
 
 #endif

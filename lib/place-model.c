@@ -8,10 +8,8 @@
 #include "place-internal.h"
 
 static const char *const policy_names[] = {
-  [GS_PLACE_FIRST_FIT] = "first-fit",
-  [GS_PLACE_BEST_FIT] = "best-fit",
-  [GS_PLACE_GPU_PACKING] = "gpu-packing",
-  [GS_PLACE_FGD] = "fgd",
+  [GS_PLACE_FIRST_FIT] = "first-fit",     [GS_PLACE_BEST_FIT] = "best-fit",
+  [GS_PLACE_GPU_PACKING] = "gpu-packing", [GS_PLACE_FGD] = "fgd",
   [GS_PLACE_FGD_MEM] = "fgd-mem",
 };
 
@@ -141,8 +139,8 @@ uint32_t gs_place_model_mask(const gs_place_cluster_t *c, const char *spec)
 
 /* A sharing request takes part of one GPU; every other GPU request takes whole GPUs'
  * worth of gpu_milli on num_gpu distinct GPUs. */
-struct place_cache_entry *gs__place_shape_room(const struct gs_place_cluster *c, void **shapes, size_t n,
-                                               size_t elem)
+struct place_cache_entry *gs__place_shape_room(const struct gs_place_cluster *c, void **shapes,
+                                               size_t n, size_t elem)
 {
   if (n == PLACE_MAX_SHAPES)
     return NULL;

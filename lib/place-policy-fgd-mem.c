@@ -52,7 +52,7 @@ static bool typical_may_fit(const struct place_typical *m, int model, int64_t cp
                             int64_t mem_left)
 {
   return m->num_gpu > 0 && model >= 0 && (m->model_mask & (UINT32_C(1) << model)) &&
-         cpu_left >= m->cpu_milli && mem_left >= m->mem_mib;
+    cpu_left >= m->cpu_milli && mem_left >= m->mem_mib;
 }
 
 /* F_n(M) as gs__place_fgd_frag defines it, with memory in the fit test. */
@@ -92,7 +92,7 @@ static double node_frag(gs_place_cluster_t *c, int node)
     return e->f;
   double f = frag_of(c, nd, nd->cpu_left, nd->mem_left, nd->left);
   if (e)
-    *e = (struct mem_frag) { nd->version, f };
+    *e = (struct mem_frag){ nd->version, f };
   return f;
 }
 
@@ -150,7 +150,7 @@ static struct mem_shape *shape_for(gs_place_cluster_t *c, struct place_fgd_mem *
   if (!e)
     return NULL;
   struct mem_shape *s = &m->shapes[m->n_shapes++];
-  *s = (struct mem_shape) { r->cpu_milli, r->mem_mib, r->num_gpu, r->gpu_milli, e };
+  *s = (struct mem_shape){ r->cpu_milli, r->mem_mib, r->num_gpu, r->gpu_milli, e };
   return s;
 }
 
@@ -182,7 +182,7 @@ static int tie_term(const struct place_node *nd, const struct gs_place_request *
 }
 
 int gs__place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
-                        int *gpu)
+                            int *gpu)
 {
   const struct place_node *nd = &c->nodes[node];
   struct mem_shape *col = c->fgd_mem ? c->fgd_mem->cur : NULL;
@@ -194,7 +194,7 @@ int gs__place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_pla
   } else {
     s = score_uncached(c, node, r, gpu);
     if (e)
-      *e = (struct place_cache_entry) { nd->version, (int16_t) s, (int16_t) *gpu };
+      *e = (struct place_cache_entry){ nd->version, (int16_t) s, (int16_t) *gpu };
   }
   if (gs__place_is_sharing(r) && *gpu >= 0) /* best fit at the GPU first, then FGD's score */
     return (GS_PLACE_MILLI - (nd->left[*gpu] - r->gpu_milli)) * SCORE_SCALE + s;

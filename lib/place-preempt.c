@@ -86,8 +86,8 @@ static void on(gs_place_sched_t *s, size_t i)
 
 /* The fewest victims on `node`, from at most `max`, that let r fit; 0 when none do. The
  * cluster is as it was on return. */
-static int victims_on(gs_place_sched_t *s, int node, const struct gs_place_request *r,
-                      int queue, size_t max, struct victim_set *out)
+static int victims_on(gs_place_sched_t *s, int node, const struct gs_place_request *r, int queue,
+                      size_t max, struct victim_set *out)
 {
   size_t cand[GS_PLACE_VICTIMS_MAX];
   size_t n = candidates(s, node, r, queue, cand, max), used = 0;
@@ -134,7 +134,7 @@ static bool better(const gs_place_sched_t *s, const struct victim_set *a,
 /* Evicts the chosen victims (listing them in t) and returns 1 with the choice for r,
  * not committed; 0 with nothing changed when no node can be freed for r. */
 int gs__place_preempt(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
-                  struct place_txn *t, struct gs_place_choice *ch)
+                      struct place_txn *t, struct gs_place_choice *ch)
 {
   size_t room = GS_PLACE_VICTIMS_MAX - t->n_victims;
   struct victim_set best = { .node = -1 }, cur;

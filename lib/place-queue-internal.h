@@ -50,7 +50,7 @@ int gs__place_queue_find(const gs_place_sched_t *s, const char *name);
 int64_t gs__place_pod_milli(const struct gs_place_request *r);
 int gs__place_pods_reserve(gs_place_sched_t *s, size_t more);
 size_t gs__place_pod_add(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
-                     const struct gs_place_choice *ch, bool in_quota);
+                         const struct gs_place_choice *ch, bool in_quota);
 void gs__place_pod_drop_last(gs_place_sched_t *s);
 void gs__place_pod_evict(gs_place_sched_t *s, size_t i);
 void gs__place_pod_unevict(gs_place_sched_t *s, size_t i);
@@ -58,6 +58,6 @@ void gs__place_pods_purge_evicted(gs_place_sched_t *s);
 
 /* place-preempt.c */
 int gs__place_preempt(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
-                  struct place_txn *t, struct gs_place_choice *ch);
+                      struct place_txn *t, struct gs_place_choice *ch);
 
 #endif

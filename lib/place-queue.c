@@ -132,11 +132,12 @@ static void usage_add(struct place_queue *q, const struct place_pod *pod, int si
 
 /* Commits r on the cluster and lists it. Room must be reserved. Returns its index. */
 size_t gs__place_pod_add(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
-                     const struct gs_place_choice *ch, bool in_quota)
+                         const struct gs_place_choice *ch, bool in_quota)
 {
   struct place_pod *pod = &s->pods[s->n_pods];
-  *pod = (struct place_pod) { .id = s->next_id++, .r = *r, .queue = queue, .ch = *ch,
-                              .in_quota = in_quota };
+  *pod = (struct place_pod){
+    .id = s->next_id++, .r = *r, .queue = queue, .ch = *ch, .in_quota = in_quota
+  };
   pod->r.name = pod->r.queue = NULL;
   pod->r.labels = NULL;
   const char *name = r->name ? r->name : "?";
@@ -231,6 +232,6 @@ int gs_place_sched_queue_usage(const gs_place_sched_t *s, const char *queue,
   if (i < 0)
     return -1;
   const struct place_queue *q = &s->queues[i];
-  *out = (struct gs_place_queue_usage) { q->quota, q->in_use, q->over_use, q->pods };
+  *out = (struct gs_place_queue_usage){ q->quota, q->in_use, q->over_use, q->pods };
   return 0;
 }

@@ -42,7 +42,7 @@ static int sorted_by_name(size_t *a, const struct gs_place_request *pods, size_t
   if (!t)
     return -1;
   for (size_t i = 0; i < n; i++)
-    t[i] = (struct named) { pods[i].name ? pods[i].name : "", i };
+    t[i] = (struct named){ pods[i].name ? pods[i].name : "", i };
   qsort(t, n, sizeof(*t), cmp_by_name);
   for (size_t i = 0; i < n; i++)
     a[i] = t[i].index;
@@ -133,8 +133,8 @@ static void run(gs_place_cluster_t *c, const struct gs_place_request *pods, cons
   struct gs_place_stats st;
   gs_place_stats(c, &st);
   int64_t idle = st.gpu_milli_capacity - st.gpu_milli_allocated;
-  out->gpu_alloc_ratio = st.gpu_milli_capacity ?
-      (double) st.gpu_milli_allocated / (double) st.gpu_milli_capacity : 0;
+  out->gpu_alloc_ratio =
+    st.gpu_milli_capacity ? (double) st.gpu_milli_allocated / (double) st.gpu_milli_capacity : 0;
   out->frag_ratio = idle > 0 ? st.frag_milli / (double) idle : 0;
 }
 

@@ -108,8 +108,8 @@ struct gs_plan_workload *gs_plan_data_workload(struct gs_plan_data *d, const cha
   return w;
 }
 
-int gs_plan_workload_add(struct gs_plan_workload *w, double t, double util_pct,
-                         double mem_bytes, gs_error_t *err)
+int gs_plan_workload_add(struct gs_plan_workload *w, double t, double util_pct, double mem_bytes,
+                         gs_error_t *err)
 {
   if (w->n == w->cap) {
     size_t cap = w->cap ? w->cap * 2 : 256;
@@ -119,7 +119,7 @@ int gs_plan_workload_add(struct gs_plan_workload *w, double t, double util_pct,
     w->s = s;
     w->cap = cap;
   }
-  w->s[w->n++] = (struct gs_plan_sample) { t, util_pct, mem_bytes };
+  w->s[w->n++] = (struct gs_plan_sample){ t, util_pct, mem_bytes };
   return 0;
 }
 
@@ -131,8 +131,8 @@ const char *gs_plan_workload_label(const struct gs_plan_workload *w, const char 
   return NULL;
 }
 
-int gs_plan_workload_set_label(struct gs_plan_workload *w, const char *key,
-                               const char *value, gs_error_t *err)
+int gs_plan_workload_set_label(struct gs_plan_workload *w, const char *key, const char *value,
+                               gs_error_t *err)
 {
   if (w->nlabels == GS_PLAN_MAX_LABELS || gs_plan_workload_label(w, key))
     return 0;

@@ -36,8 +36,9 @@ static int count_used_gpus(const gs_place_cluster_t *c, size_t nodes)
 static int pack_sorted(gs_place_cluster_t *c, const int *share, size_t n, gs_error_t *err)
 {
   for (size_t i = 0; i < n; i++) {
-    struct gs_place_request r = { .name = "workload", .num_gpu = 1, .gpu_milli = share[i],
-                                  .model_mask = GS_PLACE_ANY_MODEL };
+    struct gs_place_request r = {
+      .name = "workload", .num_gpu = 1, .gpu_milli = share[i], .model_mask = GS_PLACE_ANY_MODEL
+    };
     struct gs_place_choice ch;
     if (!gs_place_decide(c, GS_PLACE_GPU_PACKING, &r, &ch))
       return gs_make_error(err, 0, "plan: a share of %d GPU-milli fits no GPU", share[i]);
@@ -53,8 +54,7 @@ int gs_plan_pack_gpus(const int *share_milli, size_t n, int *gpus, gs_error_t *e
     return 0;
   for (size_t i = 0; i < n; i++)
     if (share_milli[i] < 1 || share_milli[i] > GS_PLACE_MILLI)
-      return gs_make_error(err, 0, "plan: share %d GPU-milli is outside 1..1000",
-                           share_milli[i]);
+      return gs_make_error(err, 0, "plan: share %d GPU-milli is outside 1..1000", share_milli[i]);
   size_t nodes = (n + PACK_NODE_GPUS - 1) / PACK_NODE_GPUS;
   struct gs_place_node_spec *spec = calloc(nodes, sizeof(*spec));
   int *sorted = malloc(n * sizeof(*sorted));
@@ -64,8 +64,8 @@ int gs_plan_pack_gpus(const int *share_milli, size_t n, int *gpus, gs_error_t *e
     goto out;
   }
   for (size_t i = 0; i < nodes; i++)
-    spec[i] = (struct gs_place_node_spec) { "gpu-node", INT64_MAX / 4, INT64_MAX / 4,
-                                            PACK_NODE_GPUS, "" };
+    spec[i] =
+      (struct gs_place_node_spec){ "gpu-node", INT64_MAX / 4, INT64_MAX / 4, PACK_NODE_GPUS, "" };
   memcpy(sorted, share_milli, n * sizeof(*sorted));
   qsort(sorted, n, sizeof(*sorted), by_share_desc);
   gs_place_cluster_t *c = gs_place_cluster_new(spec, nodes, err);
@@ -225,16 +225,20 @@ static int cost(const struct gs_plan_data *d, const struct gs_plan_gpu *gpu,
   free(demand);
   f->spot_fraction = discount(o->price->spot, od) > 0 ? f->spot_fraction : 0;
   f->commit_fraction = discount(o->price->commit_1y, od) > 0 && isfinite(commit)
-                           ? fmin(fmax(commit, 0), 1.0 - f->spot_fraction) : 0;
+    ? fmin(fmax(commit, 0), 1.0 - f->spot_fraction)
+    : 0;
   f->monthly_before = gs_monthly_cost(f->gpus_today, od);
   /* A plan may need more GPUs than today (workloads too big for the model planned for):
    * then the stack starts from the bigger fleet, with no sharing cut. */
   double cut = f->gpus_today > 0 ? 1.0 - (double) f->gpus_after / f->gpus_today : 0;
   double base = cut < 0 ? gs_monthly_cost(f->gpus_after, od) : f->monthly_before;
   struct gs_stack_input in = {
-    .monthly = base, .sharing_cut = fmax(cut, 0),
-    .spot_fraction = f->spot_fraction, .spot_discount = discount(o->price->spot, od),
-    .commit_fraction = f->commit_fraction, .commit_discount = discount(o->price->commit_1y, od),
+    .monthly = base,
+    .sharing_cut = fmax(cut, 0),
+    .spot_fraction = f->spot_fraction,
+    .spot_discount = discount(o->price->spot, od),
+    .commit_fraction = f->commit_fraction,
+    .commit_discount = discount(o->price->commit_1y, od),
   };
   if (gs_cost_stack_check(&in, err) < 0)
     return gs_error_prepend(err, "plan: savings");

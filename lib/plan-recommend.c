@@ -23,7 +23,7 @@
 
 void gs_plan_rules_default(struct gs_plan_rules *r)
 {
-  *r = (struct gs_plan_rules) {
+  *r = (struct gs_plan_rules){
     .headroom = GS_PLAN_HEADROOM_PCT / 100.0,
     .dedicated_p50 = 70,
     .training_mem_frac = 0.5,
@@ -88,7 +88,8 @@ static void fill_needs(const struct gs_plan_stats *st, const struct gs_plan_gpu 
   rec->mps_group = -1;
 }
 
-static void say(struct gs_plan_rec *rec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct gs_plan_rec *rec, const char *fmt, ...)
+  __attribute__((format(printf, 2, 3)));
 static void say(struct gs_plan_rec *rec, const char *fmt, ...)
 {
   va_list ap;
@@ -103,16 +104,16 @@ static bool try_dedicated(const struct gs_plan_stats *st, const struct gs_plan_g
   double gpu_gib = (double) gpu->mem_bytes / GIB;
   if (rec->vram_bytes > gpu->mem_bytes)
     say(rec, "p95 memory %.1f GiB + %.0f%% headroom = %.1f GiB exceeds one %s (%.0f GiB)",
-        st->mem_p95 / GIB, r->headroom * 100, (double) rec->vram_bytes / GIB, gpu->model,
-        gpu_gib);
+        st->mem_p95 / GIB, r->headroom * 100, (double) rec->vram_bytes / GIB, gpu->model, gpu_gib);
   else if (st->util_p50 >= r->dedicated_p50)
     say(rec, "p50 utilization %.1f%% >= %.0f%%: keeps a GPU busy on its own", st->util_p50,
         r->dedicated_p50);
   else if (st->mem_p95 > r->training_mem_frac * (double) gpu->mem_bytes &&
            st->util_p50 >= r->training_p50)
-    say(rec, "large training: p95 memory %.1f GiB > %.0f%% of %.0f GiB and p50 utilization "
-        "%.1f%% >= %.0f%%", st->mem_p95 / GIB, r->training_mem_frac * 100, gpu_gib,
-        st->util_p50, r->training_p50);
+    say(rec,
+        "large training: p95 memory %.1f GiB > %.0f%% of %.0f GiB and p50 utilization "
+        "%.1f%% >= %.0f%%",
+        st->mem_p95 / GIB, r->training_mem_frac * 100, gpu_gib, st->util_p50, r->training_p50);
   else
     return false;
   rec->mech = GS_PLAN_DEDICATED;
@@ -126,9 +127,11 @@ static bool try_time_slice(const struct gs_plan_stats *st, const struct gs_plan_
   if (st->idle_fraction < r->timeslice_idle)
     return false;
   rec->mech = GS_PLAN_TIME_SLICE;
-  say(rec, "idle in %.0f%% of samples (>= %.0f%%), bursts to p95 %.1f%% / max %.1f%%: "
-      "time-slice, holding %.1f GiB", st->idle_fraction * 100, r->timeslice_idle * 100,
-      st->util_p95, st->util_max, (double) rec->vram_bytes / GIB);
+  say(rec,
+      "idle in %.0f%% of samples (>= %.0f%%), bursts to p95 %.1f%% / max %.1f%%: "
+      "time-slice, holding %.1f GiB",
+      st->idle_fraction * 100, r->timeslice_idle * 100, st->util_p95, st->util_max,
+      (double) rec->vram_bytes / GIB);
   return true;
 }
 
@@ -141,7 +144,7 @@ static bool steady(const struct gs_plan_stats *st, const struct gs_plan_rules *r
 static bool covers(const struct gs_mig_profile *p, uint64_t bytes, double util_p95)
 {
   return !p->media && p->mem_gib * GIB >= (double) bytes &&
-         p->compute_slices * 100.0 / GS_MIG_COMPUTE_SLICES >= util_p95;
+    p->compute_slices * 100.0 / GS_MIG_COMPUTE_SLICES >= util_p95;
 }
 
 /* The smallest profile (gs_mig_smallest_fit) holding the memory; when its compute share
@@ -176,10 +179,11 @@ static bool try_mig(const struct gs_plan_stats *st, const struct gs_plan_gpu *gp
     return false;
   rec->mech = GS_PLAN_MIG;
   rec->profile = p;
-  say(rec, "steady (p50 %.1f%%, p95 %.1f%%); p95 memory %.1f GiB + %.0f%% = %.1f GiB fits "
-      "%s (%.1f GiB, %d/7 compute)", st->util_p50, st->util_p95, st->mem_p95 / GIB,
-      r->headroom * 100, (double) rec->vram_bytes / GIB, p->name, p->mem_gib,
-      p->compute_slices);
+  say(rec,
+      "steady (p50 %.1f%%, p95 %.1f%%); p95 memory %.1f GiB + %.0f%% = %.1f GiB fits "
+      "%s (%.1f GiB, %d/7 compute)",
+      st->util_p50, st->util_p95, st->mem_p95 / GIB, r->headroom * 100,
+      (double) rec->vram_bytes / GIB, p->name, p->mem_gib, p->compute_slices);
   return true;
 }
 
@@ -187,10 +191,11 @@ static void fraction(const struct gs_plan_stats *st, const struct gs_plan_rules 
                      struct gs_plan_rec *rec)
 {
   rec->mech = GS_PLAN_FRACTION;
-  say(rec, "p95 memory %.1f GiB + %.0f%% = %.1f GiB, p95 utilization %.1f%% (p50 %.1f%%): "
-      "--vram %.1fG --compute %d%%", st->mem_p95 / GIB, r->headroom * 100,
-      (double) rec->vram_bytes / GIB, st->util_p95, st->util_p50,
-      (double) rec->vram_bytes / GIB, rec->compute_pct);
+  say(rec,
+      "p95 memory %.1f GiB + %.0f%% = %.1f GiB, p95 utilization %.1f%% (p50 %.1f%%): "
+      "--vram %.1fG --compute %d%%",
+      st->mem_p95 / GIB, r->headroom * 100, (double) rec->vram_bytes / GIB, st->util_p95,
+      st->util_p50, (double) rec->vram_bytes / GIB, rec->compute_pct);
 }
 
 /* The user an MPS group is formed by, when the workload is a candidate at all. */
@@ -230,9 +235,10 @@ static void form_mps_groups(const struct gs_plan_data *d, const char **users,
       out[j].mech = GS_PLAN_MPS;
       out[j].profile = NULL;
       out[j].mps_group = groups;
-      say(&out[j], "one of %d small steady workloads of user '%.40s' (p95 utilization "
-          "%d%% <= %.0f%%, %.1f GiB <= %.0f%% of the GPU): MPS group %d", members, users[i],
-          out[j].compute_pct, r->mps_util_p95, (double) out[j].vram_bytes / GIB,
+      say(&out[j],
+          "one of %d small steady workloads of user '%.40s' (p95 utilization "
+          "%d%% <= %.0f%%, %.1f GiB <= %.0f%% of the GPU): MPS group %d",
+          members, users[i], out[j].compute_pct, r->mps_util_p95, (double) out[j].vram_bytes / GIB,
           r->mps_mem_frac * 100, groups);
     }
     groups++;

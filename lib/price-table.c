@@ -28,11 +28,16 @@ struct price_cols {
 static int find_columns(const struct gs__csv *c, struct price_cols *k, gs_error_t *err)
 {
   *k = (struct price_cols){
-    gs__csv_column(c, "provider"),       gs__csv_column(c, "region"),
-    gs__csv_column(c, "sku"),            gs__csv_column(c, "gpu"),
-    gs__csv_column(c, "gpus"),           gs__csv_column(c, "od_gpu_hr"),
-    gs__csv_column(c, "spot_gpu_hr"),    gs__csv_column(c, "commit1y_gpu_hr"),
-    gs__csv_column(c, "commit3y_gpu_hr"), gs__csv_column(c, "source"),
+    gs__csv_column(c, "provider"),
+    gs__csv_column(c, "region"),
+    gs__csv_column(c, "sku"),
+    gs__csv_column(c, "gpu"),
+    gs__csv_column(c, "gpus"),
+    gs__csv_column(c, "od_gpu_hr"),
+    gs__csv_column(c, "spot_gpu_hr"),
+    gs__csv_column(c, "commit1y_gpu_hr"),
+    gs__csv_column(c, "commit3y_gpu_hr"),
+    gs__csv_column(c, "source"),
     gs__csv_column(c, "as_of"),
   };
   if (k->gpu < 0 || k->od < 0)
@@ -63,8 +68,8 @@ static int check_date(const struct gs__csv *c, const char *s, gs_error_t *err)
   return 0;
 }
 
-static int read_rates(const struct gs__csv *c, const struct price_cols *k,
-                      struct gs_price_row *r, gs_error_t *err)
+static int read_rates(const struct gs__csv *c, const struct price_cols *k, struct gs_price_row *r,
+                      gs_error_t *err)
 {
   double gpus = (double) NAN;
   if (gs__csv_number(c, k->od, "od_gpu_hr", 0, MAX_PRICE, 0, &r->on_demand, err) < 0 ||
@@ -176,7 +181,8 @@ static void describe_sources(struct gs_price *p, const struct gs_price_row *rows
       continue;
     int seen = 0;
     for (size_t j = 0; j < i && !seen; j++)
-      seen = strcmp(rows[j].model, p->model) == 0 && strcmp(rows[j].provider, rows[i].provider) == 0;
+      seen =
+        strcmp(rows[j].model, p->model) == 0 && strcmp(rows[j].provider, rows[i].provider) == 0;
     if (!seen)
       o += (size_t) snprintf(s + o, sizeof(s) - o, "%s%s", strchr(s, ':') ? ", " : ": ",
                              rows[i].provider);
@@ -186,8 +192,8 @@ static void describe_sources(struct gs_price *p, const struct gs_price_row *rows
 
 /* Collects column col of the model's rows into tmp: the rate itself for on-demand, and for
  * the others the rate as a fraction of the same row's on-demand rate. */
-static size_t collect(const struct gs_price *p, const struct gs_price_row *rows, size_t n,
-                      int col, double *tmp)
+static size_t collect(const struct gs_price *p, const struct gs_price_row *rows, size_t n, int col,
+                      double *tmp)
 {
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
@@ -202,8 +208,7 @@ static size_t collect(const struct gs_price *p, const struct gs_price_row *rows,
 /* On-demand is the lower median of the rows. Spot and commitment rates are on-demand times
  * the lower median of (rate / on-demand) over the rows that publish both, so that a discount
  * seen at one provider is never compared with another provider's on-demand price. */
-static void derive_model(struct gs_price *p, const struct gs_price_row *rows, size_t n,
-                         double *tmp)
+static void derive_model(struct gs_price *p, const struct gs_price_row *rows, size_t n, double *tmp)
 {
   for (int col = 0; col < RATE_COLS; col++) {
     size_t k = collect(p, rows, n, col, tmp);

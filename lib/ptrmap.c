@@ -30,8 +30,8 @@ static struct gs_ptrmap_table *table_new(uint64_t want)
   uint64_t cap = MIN_CAP;
   while (cap < want)
     cap <<= 1;
-  struct gs_ptrmap_table *t = mmap(NULL, table_bytes(cap), PROT_READ | PROT_WRITE,
-                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  struct gs_ptrmap_table *t =
+    mmap(NULL, table_bytes(cap), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (t == MAP_FAILED)
     return NULL;
   t->mask = cap - 1;
@@ -92,7 +92,8 @@ static enum put_result table_put(struct gs_ptrmap_table *t, uint64_t key, uint64
     uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
     if (k != KEY_EMPTY && k != KEY_GONE)
       continue;
-    if (k == KEY_EMPTY && atomic_load_explicit(&t->claimed, memory_order_relaxed) * 2 >= t->mask + 1)
+    if (k == KEY_EMPTY &&
+        atomic_load_explicit(&t->claimed, memory_order_relaxed) * 2 >= t->mask + 1)
       return PUT_FULL; /* half claimed: rebuild rather than lengthen probe chains */
     /* Claim the slot before writing the value, so two writers never share one slot. */
     if (!atomic_compare_exchange_strong_explicit(&e->key, &k, KEY_BUSY, memory_order_acquire,
@@ -180,7 +181,8 @@ bool gs_ptrmap_add(struct gs_ptrmap *m, uint64_t key, int64_t delta, uint64_t *a
 {
   struct gs_ptrmap_entry *e = table_find(enter(m), key);
   if (e)
-    *after = atomic_fetch_add_explicit(&e->value, (uint64_t) delta, memory_order_acq_rel) + (uint64_t) delta;
+    *after = atomic_fetch_add_explicit(&e->value, (uint64_t) delta, memory_order_acq_rel) +
+      (uint64_t) delta;
   leave(m);
   return e != NULL;
 }

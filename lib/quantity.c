@@ -22,9 +22,14 @@ struct unit {
 
 static const struct unit units[] = {
   { "", 1ULL },
-  { "K", 1000ULL }, { "M", 1000ULL * 1000 }, { "G", 1000ULL * 1000 * 1000 },
+  { "K", 1000ULL },
+  { "M", 1000ULL * 1000 },
+  { "G", 1000ULL * 1000 * 1000 },
   { "T", 1000ULL * 1000 * 1000 * 1000 },
-  { "Ki", 1ULL << 10 }, { "Mi", 1ULL << 20 }, { "Gi", 1ULL << 30 }, { "Ti", 1ULL << 40 },
+  { "Ki", 1ULL << 10 },
+  { "Mi", 1ULL << 20 },
+  { "Gi", 1ULL << 30 },
+  { "Ti", 1ULL << 40 },
 };
 
 static const unsigned __int128 U64_LIMIT = (unsigned __int128) UINT64_MAX;
@@ -107,7 +112,8 @@ int gs_parse_size(const char *s, uint64_t device_total, uint64_t *out, gs_error_
 
   const struct unit *u = find_unit(p);
   if (!u)
-    return gs_make_error(err, 0, "bad size '%s': unknown unit '%s' (want K, M, G, T, Ki, Mi, Gi, Ti or %%)", s, p);
+    return gs_make_error(
+      err, 0, "bad size '%s': unknown unit '%s' (want K, M, G, T, Ki, Mi, Gi, Ti or %%)", s, p);
   unsigned __int128 scale = pow10_u128(d.frac_digits);
   unsigned __int128 bytes = d.whole * u->mult;
   if (bytes / u->mult != d.whole || bytes / scale > U64_LIMIT)

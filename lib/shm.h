@@ -47,17 +47,17 @@ enum gs__shm_flags {
  * NULL, tells whether this call made the file; only then is the header left for the caller
  * to write. A file this call made and could not map is removed again. Returns 0 and *out, or
  * -1 with err; err's status is the errno of the failure (EEXIST for CREATE | EXCL). */
-int gs__shm_open(const char *path, const struct gs__shm_layout *layout, int flags, void **out, bool *created,
-                 gs_error_t *err);
+int gs__shm_open(const char *path, const struct gs__shm_layout *layout, int flags, void **out,
+                 bool *created, gs_error_t *err);
 
 /* Maps the existing file open on fd (which the caller has checked and still owns) as layout
  * says, as gs__shm_open does without CREATE; path names it in messages. */
-int gs__shm_map_fd(int fd, const char *path, const struct gs__shm_layout *layout, int flags, void **out,
-                   gs_error_t *err);
+int gs__shm_map_fd(int fd, const char *path, const struct gs__shm_layout *layout, int flags,
+                   void **out, gs_error_t *err);
 
 /* Checks a header (of a mapping or of a copy) against layout; path names it in messages. */
-int gs__shm_check(const struct gs__shm_header *h, const struct gs__shm_layout *layout, const char *path,
-                  gs_error_t *err);
+int gs__shm_check(const struct gs__shm_header *h, const struct gs__shm_layout *layout,
+                  const char *path, gs_error_t *err);
 
 /* Unmaps what gs__shm_open mapped; safe on NULL. */
 void gs__shm_close(void *p, const struct gs__shm_layout *layout);

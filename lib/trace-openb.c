@@ -84,16 +84,16 @@ static int csv_int(struct csv *c, int i, const char *what, long long lo, long lo
   long long v = 0;
   for (const char *p = s; *p; p++) {
     if (*p < '0' || *p > '9')
-      return gs_make_error(err, 0, "%s: line %zu: %s '%s' is not a non-negative integer",
-                           c->name, c->line_no, what, s);
+      return gs_make_error(err, 0, "%s: line %zu: %s '%s' is not a non-negative integer", c->name,
+                           c->line_no, what, s);
     if (v > (hi - (*p - '0')) / 10)
-      return gs_make_error(err, 0, "%s: line %zu: %s '%s' is out of range (%lld..%lld)",
-                           c->name, c->line_no, what, s, lo, hi);
+      return gs_make_error(err, 0, "%s: line %zu: %s '%s' is out of range (%lld..%lld)", c->name,
+                           c->line_no, what, s, lo, hi);
     v = v * 10 + (*p - '0');
   }
   if (v < lo)
-    return gs_make_error(err, 0, "%s: line %zu: %s '%s' is out of range (%lld..%lld)",
-                         c->name, c->line_no, what, s, lo, hi);
+    return gs_make_error(err, 0, "%s: line %zu: %s '%s' is out of range (%lld..%lld)", c->name,
+                         c->line_no, what, s, lo, hi);
   *out = v;
   return 0;
 }
@@ -169,7 +169,10 @@ static int pod_numbers(struct csv *c, struct gs_place_request *r, gs_error_t *er
   r->cpu_milli = cpu;
   r->mem_mib = mem;
   r->num_gpu = (int) num;
-  r->gpu_milli = num == 0 ? 0 : milli < 1 ? 1 : milli > GS_PLACE_MILLI ? GS_PLACE_MILLI : (int) milli;
+  r->gpu_milli = num == 0    ? 0
+    : milli < 1              ? 1
+    : milli > GS_PLACE_MILLI ? GS_PLACE_MILLI
+                             : (int) milli;
   return 0;
 }
 

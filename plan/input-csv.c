@@ -29,7 +29,7 @@ struct csv_line {
 };
 
 static int line_error(const struct csv_line *l, gs_error_t *err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+  __attribute__((format(printf, 3, 4)));
 static int line_error(const struct csv_line *l, gs_error_t *err, const char *fmt, ...)
 {
   va_list ap;
@@ -84,19 +84,19 @@ static int parse_line(char *line, struct csv_line *l, struct gs_plan_data *d, gs
   if (split(line, l, err) < 0)
     return -1;
   if (l->n < 4)
-    return line_error(l, err, "%d field%s, want timestamp,workload,gpu_util_pct,"
-                      "fb_used_bytes[,label=value...]", l->n, l->n == 1 ? "" : "s");
+    return line_error(l, err,
+                      "%d field%s, want timestamp,workload,gpu_util_pct,"
+                      "fb_used_bytes[,label=value...]",
+                      l->n, l->n == 1 ? "" : "s");
   double t, util, mem;
   if (gs__plan_parse_number(l->field[0], &t) < 0 && parse_iso_time(l->field[0], &t) < 0)
-    return line_error(l, err, "timestamp '%.60s': want Unix seconds or ISO 8601 UTC",
-                      l->field[0]);
+    return line_error(l, err, "timestamp '%.60s': want Unix seconds or ISO 8601 UTC", l->field[0]);
   if (!l->field[1][0])
     return line_error(l, err, "empty workload name");
   if (gs__plan_parse_number(l->field[2], &util) < 0 || util < 0 || util > 100)
     return line_error(l, err, "gpu_util_pct '%.60s': want a number 0..100", l->field[2]);
   if (gs__plan_parse_number(l->field[3], &mem) < 0 || mem < 0)
-    return line_error(l, err, "fb_used_bytes '%.60s': want a number of bytes >= 0",
-                      l->field[3]);
+    return line_error(l, err, "fb_used_bytes '%.60s': want a number of bytes >= 0", l->field[3]);
   struct gs_plan_workload *w = gs_plan_data_workload(d, l->field[1], err);
   if (!w || gs_plan_workload_add(w, t, util, mem, err) < 0)
     return -1;

@@ -13,8 +13,8 @@
 
 #include <gpuslice/csv.h>
 
-static int genai_line(char *line, const char *path, size_t no, bool memory,
-                      struct gs_plan_data *d, gs_error_t *err)
+static int genai_line(char *line, const char *path, size_t no, bool memory, struct gs_plan_data *d,
+                      gs_error_t *err)
 {
   char *f[3];
   int n = gs_csv_split(line, GS_CSV_PLAIN, f, 3, err);

@@ -148,7 +148,8 @@ static int keep_labels(const struct gs__plan_prom_labels *s, struct gs_plan_work
       (ns && gs_plan_workload_set_label(w, "namespace", ns, err) < 0))
     return -1;
   for (int i = 0; i < s->n; i++)
-    if (strcmp(s->key[i], "gpu") != 0 && gs_plan_workload_set_label(w, s->key[i], s->val[i], err) < 0)
+    if (strcmp(s->key[i], "gpu") != 0 &&
+        gs_plan_workload_set_label(w, s->key[i], s->val[i], err) < 0)
       return -1;
   return 0;
 }
@@ -163,17 +164,21 @@ static bool seen_in_scrape(const struct gs_plan_workload *w, double t, bool memo
 }
 
 struct gs_plan_workload *gs__plan_prom_workload(struct gs_plan_data *d,
-                                                const struct gs__plan_prom_labels *l,
-                                                bool memory, double value, const char *where,
-                                                gs_error_t *err)
+                                                const struct gs__plan_prom_labels *l, bool memory,
+                                                double value, const char *where, gs_error_t *err)
 {
   char name[512], gpu[256];
   if (identity(l, name, sizeof(name), gpu, sizeof(gpu)) < 0)
-    return gs_make_error(err, 0, "%s: series has no pod, UUID or gpu label to name its "
-                         "workload", where), NULL;
+    return gs_make_error(err, 0,
+                         "%s: series has no pod, UUID or gpu label to name its "
+                         "workload",
+                         where),
+           NULL;
   if (value < 0 || (!memory && value > 100))
-    return gs_make_error(err, 0, "%s: %s", where, memory ? "DCGM_FI_DEV_FB_USED below 0"
-                         : "DCGM_FI_DEV_GPU_UTIL outside 0..100"), NULL;
+    return gs_make_error(err, 0, "%s: %s", where,
+                         memory ? "DCGM_FI_DEV_FB_USED below 0"
+                                : "DCGM_FI_DEV_GPU_UTIL outside 0..100"),
+           NULL;
   struct gs_plan_workload *w = gs_plan_data_workload(d, name, err);
   if (!w || keep_labels(l, w, gpu, err) < 0)
     return NULL;
@@ -191,7 +196,8 @@ static int add_sample(struct prom_state *st, const struct prom_series *s, bool m
   if (!s->has_t && !st->saw_help && seen_in_scrape(w, st->scrape, memory))
     st->scrape++;
   double t = s->has_t ? s->t_ms / 1000.0 : st->scrape;
-  double util = memory ? (double) NAN : s->value, mem = memory ? s->value * 1048576.0 : (double) NAN;
+  double util = memory ? (double) NAN : s->value,
+         mem = memory ? s->value * 1048576.0 : (double) NAN;
   return gs_plan_workload_add(w, t, util, mem, err);
 }
 
@@ -232,8 +238,10 @@ static int prom_line(struct prom_state *st, char *line, struct gs_plan_data *d, 
     return 0;
   struct prom_series s;
   if (parse_series(line, &s) < 0)
-    return gs_make_error(err, 0, "%s:%zu: malformed sample line (want name{labels} value "
-                         "[timestamp])", st->path, st->no);
+    return gs_make_error(err, 0,
+                         "%s:%zu: malformed sample line (want name{labels} value "
+                         "[timestamp])",
+                         st->path, st->no);
   return add_sample(st, &s, mem, d, err);
 }
 

@@ -17,7 +17,8 @@ static int labels_of(json_t *metric, struct gs__plan_prom_labels *l)
   const char *k;
   json_t *v;
   l->n = 0;
-  json_object_foreach(metric, k, v) {
+  json_object_foreach(metric, k, v)
+  {
     if (!json_is_string(v) || l->n == GS__PLAN_PROM_MAX_LABELS)
       continue;
     l->key[l->n] = k;
@@ -44,8 +45,10 @@ static int add_series(const char *path, size_t idx, json_t *series, struct gs_pl
   if (!json_is_object(metric) || !json_is_array(values))
     return gs_make_error(err, 0, "%s: result %zu: want \"metric\" and \"values\"", path, idx);
   if (!name)
-    return gs_make_error(err, 0, "%s: result %zu: no __name__ (query the DCGM metric by name, "
-                         "not an aggregation that drops it)", path, idx);
+    return gs_make_error(err, 0,
+                         "%s: result %zu: no __name__ (query the DCGM metric by name, "
+                         "not an aggregation that drops it)",
+                         path, idx);
   bool mem = strcmp(name, "DCGM_FI_DEV_FB_USED") == 0;
   if (!mem && strcmp(name, "DCGM_FI_DEV_GPU_UTIL") != 0)
     return 0;
@@ -55,12 +58,15 @@ static int add_series(const char *path, size_t idx, json_t *series, struct gs_pl
   snprintf(where, sizeof(where), "%s: result %zu", path, idx);
   size_t i;
   json_t *p;
-  json_array_foreach(values, i, p) {
+  json_array_foreach(values, i, p)
+  {
     double t, v;
     if (point(p, &t, &v) < 0)
       return gs_make_error(err, 0, "%s: value %zu: want [time, \"number\"]", where, i);
     struct gs_plan_workload *w = gs__plan_prom_workload(d, &l, mem, v, where, err);
-    if (!w || gs_plan_workload_add(w, t, mem ? (double) NAN : v, mem ? v * 1048576.0 : (double) NAN, err) < 0)
+    if (!w ||
+        gs_plan_workload_add(w, t, mem ? (double) NAN : v, mem ? v * 1048576.0 : (double) NAN,
+                             err) < 0)
       return -1;
   }
   return 0;
@@ -80,12 +86,15 @@ int gs__plan_read_promjson(FILE *f, const char *path, struct gs_plan_data *d, gs
   if (!status || strcmp(status, "success") != 0)
     r = gs_make_error(err, 0, "%s: status is not \"success\"", path);
   else if (!type || strcmp(type, "matrix") != 0 || !json_is_array(result))
-    r = gs_make_error(err, 0, "%s: want data.resultType \"matrix\" with a result array "
-                      "(a range query)", path);
+    r = gs_make_error(err, 0,
+                      "%s: want data.resultType \"matrix\" with a result array "
+                      "(a range query)",
+                      path);
   size_t i;
   json_t *s;
   if (r == 0)
-    json_array_foreach(result, i, s) {
+    json_array_foreach(result, i, s)
+    {
       if ((r = add_series(path, i, s, d, err)) < 0)
         break;
     }

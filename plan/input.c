@@ -33,8 +33,7 @@ int gs__plan_parse_number(const char *s, double *out)
   return 0;
 }
 
-int gs__plan_each_line(FILE *f, const char *path, gs__plan_line_fn fn, void *ctx,
-                       gs_error_t *err)
+int gs__plan_each_line(FILE *f, const char *path, gs__plan_line_fn fn, void *ctx, gs_error_t *err)
 {
   char *line = NULL;
   size_t cap = 0, no = 0;
@@ -116,20 +115,15 @@ static ssize_t read_head(const char *path, char *head, size_t cap, gs_error_t *e
   return (ssize_t) n;
 }
 
-int gs_plan_read(FILE *f, const char *path, enum gs_plan_input_format fmt,
-                 struct gs_plan_data *d, gs_error_t *err)
+int gs_plan_read(FILE *f, const char *path, enum gs_plan_input_format fmt, struct gs_plan_data *d,
+                 gs_error_t *err)
 {
   switch (fmt) {
-  case GS_PLAN_IN_CSV:
-    return gs__plan_read_csv(f, path, d, err);
-  case GS_PLAN_IN_PROM:
-    return gs__plan_read_prom(f, path, d, err);
-  case GS_PLAN_IN_PROMJSON:
-    return gs__plan_read_promjson(f, path, d, err);
-  case GS_PLAN_IN_GENAI_UTIL:
-    return gs__plan_read_genai(f, path, false, d, err);
-  case GS_PLAN_IN_GENAI_MEM:
-    return gs__plan_read_genai(f, path, true, d, err);
+  case GS_PLAN_IN_CSV: return gs__plan_read_csv(f, path, d, err);
+  case GS_PLAN_IN_PROM: return gs__plan_read_prom(f, path, d, err);
+  case GS_PLAN_IN_PROMJSON: return gs__plan_read_promjson(f, path, d, err);
+  case GS_PLAN_IN_GENAI_UTIL: return gs__plan_read_genai(f, path, false, d, err);
+  case GS_PLAN_IN_GENAI_MEM: return gs__plan_read_genai(f, path, true, d, err);
   }
   return gs_make_error(err, 0, "%s: unknown format", path);
 }
@@ -145,7 +139,8 @@ int gs_plan_input_read(const char *path, struct gs_plan_data *d, enum gs_plan_in
     return gs_make_error(err, 0, "%s: empty file", path);
   int kind = sniff(head);
   if (kind < 0)
-    return gs_make_error(err, 0, "%s:1: not a format gpuslice plan reads (CSV, dcgm-exporter "
+    return gs_make_error(err, 0,
+                         "%s:1: not a format gpuslice plan reads (CSV, dcgm-exporter "
                          "or Prometheus text, Prometheus range-query JSON, Alibaba GenAI CSV)",
                          path);
   *fmt = (enum gs_plan_input_format) kind;

@@ -57,9 +57,11 @@ void gs_plan_write_table(FILE *f, const struct gs_plan_run *p)
 {
   int by[5], idle;
   gs__plan_count(p, by, &idle);
-  fprintf(f, "%zu workloads on %s, headroom %.0f%%: %d dedicated, %d MIG, %d MPS, "
-          "%d time-slice, %d fraction; %d idle\n\n", p->data.n, p->gpu.model,
-          p->rules.headroom * 100, by[0], by[1], by[2], by[3], by[4], idle);
+  fprintf(f,
+          "%zu workloads on %s, headroom %.0f%%: %d dedicated, %d MIG, %d MPS, "
+          "%d time-slice, %d fraction; %d idle\n\n",
+          p->data.n, p->gpu.model, p->rules.headroom * 100, by[0], by[1], by[2], by[3], by[4],
+          idle);
   fprintf(f, "%-32s %21s %21s %5s %-20s %s\n", "WORKLOAD", "UTIL% p50/p95/max",
           "MEM GiB p50/p95/max", "IDLE", "PLAN", "REASON");
   for (size_t i = 0; i < p->data.n; i++) {
@@ -87,15 +89,15 @@ static json_t *workload_json(const struct gs_plan_run *p, size_t i)
   const struct gs_plan_rec *r = &p->rec[i];
   return json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:s, s:o, s:o, s:I, "
                    "s:i, s:i, s:s}",
-                   "name", p->data.w[i]->name, "samples", (json_int_t) s->samples,
-                   "util_p50", s->util_p50, "util_p95", s->util_p95, "util_max", s->util_max,
-                   "mem_p50_bytes", s->mem_p50, "mem_p95_bytes", s->mem_p95,
-                   "mem_max_bytes", s->mem_max, "idle_fraction", s->idle_fraction,
-                   "idle", r->idle, "mechanism", gs_plan_mechanism_name(r->mech),
-                   "mig_profile", r->profile ? json_string(r->profile->name) : json_null(),
-                   "mps_group", r->mps_group >= 0 ? json_integer(r->mps_group) : json_null(),
-                   "vram_bytes", (json_int_t) r->vram_bytes, "compute_pct", r->compute_pct,
-                   "share_milli", r->share_milli, "reason", r->reason);
+                   "name", p->data.w[i]->name, "samples", (json_int_t) s->samples, "util_p50",
+                   s->util_p50, "util_p95", s->util_p95, "util_max", s->util_max, "mem_p50_bytes",
+                   s->mem_p50, "mem_p95_bytes", s->mem_p95, "mem_max_bytes", s->mem_max,
+                   "idle_fraction", s->idle_fraction, "idle", r->idle, "mechanism",
+                   gs_plan_mechanism_name(r->mech), "mig_profile",
+                   r->profile ? json_string(r->profile->name) : json_null(), "mps_group",
+                   r->mps_group >= 0 ? json_integer(r->mps_group) : json_null(), "vram_bytes",
+                   (json_int_t) r->vram_bytes, "compute_pct", r->compute_pct, "share_milli",
+                   r->share_milli, "reason", r->reason);
 }
 
 static json_t *mig_json(const struct gs_plan_fleet *fl)
@@ -119,18 +121,18 @@ static json_t *cost_json(const struct gs_plan_run *p)
   const struct gs_plan_fleet *fl = &p->fleet;
   json_t *steps = json_array();
   for (int i = 0; i < fl->nsteps; i++)
-    json_array_append_new(steps, json_pack("{s:s, s:f, s:f}", "what", fl->steps[i].what,
-                                           "monthly_before", fl->steps[i].monthly_before,
-                                           "monthly_after", fl->steps[i].monthly_after));
+    json_array_append_new(steps,
+                          json_pack("{s:s, s:f, s:f}", "what", fl->steps[i].what, "monthly_before",
+                                    fl->steps[i].monthly_before, "monthly_after",
+                                    fl->steps[i].monthly_after));
   double saving = fl->monthly_before > 0 ? 1.0 - fl->monthly_after / fl->monthly_before : 0;
   return json_pack("{s:{s:o, s:o, s:o}, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:o}",
                    "price_per_gpu_hour", "on_demand", num(p->price->on_demand), "spot",
-                   num(p->price->spot), "commit_1y", num(p->price->commit_1y),
-                   "price_table", p->price_table, "price_source", p->price->source,
-                   "price_as_of", p->price->as_of, "hours_per_month", GS_HOURS_PER_MONTH,
-                   "monthly_before", fl->monthly_before, "monthly_after", fl->monthly_after,
-                   "saving_fraction", saving, "spot_fraction", fl->spot_fraction,
-                   "commit_fraction", fl->commit_fraction, "steps", steps);
+                   num(p->price->spot), "commit_1y", num(p->price->commit_1y), "price_table",
+                   p->price_table, "price_source", p->price->source, "price_as_of", p->price->as_of,
+                   "hours_per_month", GS_HOURS_PER_MONTH, "monthly_before", fl->monthly_before,
+                   "monthly_after", fl->monthly_after, "saving_fraction", saving, "spot_fraction",
+                   fl->spot_fraction, "commit_fraction", fl->commit_fraction, "steps", steps);
 }
 
 static json_t *summary_json(const struct gs_plan_run *p)
@@ -138,28 +140,28 @@ static json_t *summary_json(const struct gs_plan_run *p)
   int by[5], idle;
   gs__plan_count(p, by, &idle);
   return json_pack("{s:I, s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:I, s:I}", "workloads",
-                   (json_int_t) p->data.n, "idle", idle, "by_mechanism", "dedicated", by[0],
-                   "mig", by[1], "mps", by[2], "time-slice", by[3], "fraction", by[4],
-                   "samples_unjoined", (json_int_t) p->finish.samples_unjoined,
-                   "workloads_dropped", (json_int_t) p->finish.workloads_dropped);
+                   (json_int_t) p->data.n, "idle", idle, "by_mechanism", "dedicated", by[0], "mig",
+                   by[1], "mps", by[2], "time-slice", by[3], "fraction", by[4], "samples_unjoined",
+                   (json_int_t) p->finish.samples_unjoined, "workloads_dropped",
+                   (json_int_t) p->finish.workloads_dropped);
 }
 
 static json_t *plan_json(const struct gs_plan_run *p)
 {
   json_t *inputs = json_array(), *workloads = json_array();
   for (int i = 0; i < p->ninputs; i++)
-    json_array_append_new(inputs, json_pack("{s:s, s:s}", "path", p->inputs[i].path, "format",
-                                            gs_plan_input_format_name(p->inputs[i].format)));
+    json_array_append_new(inputs,
+                          json_pack("{s:s, s:s}", "path", p->inputs[i].path, "format",
+                                    gs_plan_input_format_name(p->inputs[i].format)));
   for (size_t i = 0; i < p->data.n; i++)
     json_array_append_new(workloads, workload_json(p, i));
   const struct gs_plan_fleet *fl = &p->fleet;
-  return json_pack("{s:s, s:f, s:o, s:o, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:o}, s:o}",
-                   "gpu_model", p->gpu.model, "headroom", p->rules.headroom,
-                   "inputs", inputs, "summary", summary_json(p), "workloads", workloads,
-                   "fleet", "gpus_today", fl->gpus_today, "gpus_after", fl->gpus_after,
-                   "gpus_dedicated", fl->gpus_dedicated, "gpus_mig", fl->gpus_mig,
-                   "gpus_shared", fl->gpus_shared, "mig_layout", mig_json(fl),
-                   "cost", cost_json(p));
+  return json_pack("{s:s, s:f, s:o, s:o, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:o}, s:o}", "gpu_model",
+                   p->gpu.model, "headroom", p->rules.headroom, "inputs", inputs, "summary",
+                   summary_json(p), "workloads", workloads, "fleet", "gpus_today", fl->gpus_today,
+                   "gpus_after", fl->gpus_after, "gpus_dedicated", fl->gpus_dedicated, "gpus_mig",
+                   fl->gpus_mig, "gpus_shared", fl->gpus_shared, "mig_layout", mig_json(fl), "cost",
+                   cost_json(p));
 }
 
 int gs_plan_write_json(FILE *f, const struct gs_plan_run *p)

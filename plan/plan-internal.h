@@ -26,15 +26,13 @@ struct gs__plan_prom_labels {
 /* The workload a DCGM series belongs to (see input-prom.c), with its labels kept; checks
  * the value's range. where ("FILE:LINE") starts error messages. */
 struct gs_plan_workload *gs__plan_prom_workload(struct gs_plan_data *d,
-                                                const struct gs__plan_prom_labels *l,
-                                                bool memory, double value, const char *where,
-                                                gs_error_t *err);
+                                                const struct gs__plan_prom_labels *l, bool memory,
+                                                double value, const char *where, gs_error_t *err);
 
 /* Calls fn for each line of f, without its line end, numbered from 1; stops at the first
  * fn that returns < 0. A NUL byte in a line is an error ("FILE:LINE: NUL byte in line"). */
 typedef int (*gs__plan_line_fn)(void *ctx, char *line, size_t no, gs_error_t *err);
-int gs__plan_each_line(FILE *f, const char *path, gs__plan_line_fn fn, void *ctx,
-                       gs_error_t *err);
+int gs__plan_each_line(FILE *f, const char *path, gs__plan_line_fn fn, void *ctx, gs_error_t *err);
 
 /* Parses a whole string as a finite number; 0 or -1. */
 int gs__plan_parse_number(const char *s, double *out);

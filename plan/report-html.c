@@ -44,8 +44,7 @@ static const char css[] =
   ".why{color:#52606d}"
   "footer{color:#7b8794;font-size:12px}";
 
-static const char *const mech_title[5] = { "Dedicated", "MIG", "MPS", "Time-slice",
-                                           "Fraction" };
+static const char *const mech_title[5] = { "Dedicated", "MIG", "MPS", "Time-slice", "Fraction" };
 
 static void card(FILE *f, const char *k, const char *v, const char *small, const char *cls)
 {
@@ -106,7 +105,8 @@ static void charts(FILE *f, const struct gs_plan_run *p)
   fputs("</section><section class=\"panel\"><h2>Monthly cost, step by step</h2>\n", f);
   gs__plan_svg_waterfall(f, p);
   fputs("</section></div>\n<section class=\"panel\"><h2>Utilization and memory per "
-        "workload</h2>\n", f);
+        "workload</h2>\n",
+        f);
   gs__plan_svg_util(f, p);
   fputs("</section>\n", f);
   if (p->fleet.mig.ngpus > 0) {
@@ -122,13 +122,16 @@ static void table_row(FILE *f, const struct gs_plan_run *p, size_t i)
   const struct gs_plan_rec *r = &p->rec[i];
   fputs("<tr><td>", f);
   gs__plan_html_escape(f, p->data.w[i]->name);
-  fprintf(f, "</td><td class=\"n\">%zu</td><td class=\"n\">%.1f / %.1f / %.1f</td>"
+  fprintf(f,
+          "</td><td class=\"n\">%zu</td><td class=\"n\">%.1f / %.1f / %.1f</td>"
           "<td class=\"n\">%.1f / %.1f / %.1f</td><td class=\"n%s\">%.0f%%</td>",
-          s->samples, s->util_p50, s->util_p95, s->util_max, s->mem_p50 / GIB,
-          s->mem_p95 / GIB, s->mem_max / GIB, r->idle ? " idle" : "", s->idle_fraction * 100);
-  fprintf(f, "<td><span class=\"pill\" style=\"background:%s\">%s%s%s</span></td>"
-          "<td class=\"why\">", gs__plan_mech_colour(r->mech), gs_plan_mechanism_name(r->mech),
-          r->profile ? " " : "", r->profile ? r->profile->name : "");
+          s->samples, s->util_p50, s->util_p95, s->util_max, s->mem_p50 / GIB, s->mem_p95 / GIB,
+          s->mem_max / GIB, r->idle ? " idle" : "", s->idle_fraction * 100);
+  fprintf(f,
+          "<td><span class=\"pill\" style=\"background:%s\">%s%s%s</span></td>"
+          "<td class=\"why\">",
+          gs__plan_mech_colour(r->mech), gs_plan_mechanism_name(r->mech), r->profile ? " " : "",
+          r->profile ? r->profile->name : "");
   gs__plan_html_escape(f, r->reason);
   fputs("</td></tr>\n", f);
 }
@@ -138,7 +141,8 @@ static void table(FILE *f, const struct gs_plan_run *p)
   fputs("<section class=\"panel\"><h2>Every workload</h2>\n<table id=\"workload-table\">"
         "<thead><tr><th>Workload</th><th>Samples</th><th>Util % p50 / p95 / max</th>"
         "<th>Memory GiB p50 / p95 / max</th><th>Idle</th><th>Plan</th><th>Why</th></tr>"
-        "</thead><tbody>\n", f);
+        "</thead><tbody>\n",
+        f);
   for (size_t i = 0; i < p->data.n; i++)
     table_row(f, p, i);
   fputs("</tbody></table></section>\n", f);
@@ -152,27 +156,28 @@ static void footer(FILE *f, const struct gs_plan_run *p)
     gs__plan_html_escape(f, p->inputs[i].path);
     fprintf(f, " (%s)", gs_plan_input_format_name(p->inputs[i].format));
   }
-  fprintf(f, ". Prices: %s, $%.4f per GPU-hour on demand, ", p->gpu.model,
-          p->price->on_demand);
+  fprintf(f, ". Prices: %s, $%.4f per GPU-hour on demand, ", p->gpu.model, p->price->on_demand);
   gs__plan_html_escape(f, p->price_table);
   fputs(" — ", f);
   gs__plan_html_escape(f, p->price->source);
   fputs(p->price->as_of[0] ? ", " : "", f);
   gs__plan_html_escape(f, p->price->as_of);
-  fprintf(f, ". A month is %.0f hours. Percentiles are nearest-rank; a sample under %.0f%% "
+  fprintf(f,
+          ". A month is %.0f hours. Percentiles are nearest-rank; a sample under %.0f%% "
           "utilization is idle; memory headroom %.0f%%. Rules: docs/planner.md.</p></footer>\n",
           GS_HOURS_PER_MONTH, GS_PLAN_IDLE_PCT, p->rules.headroom * 100);
 }
 
 void gs_plan_write_html(FILE *f, const struct gs_plan_run *p)
 {
-  fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+  fprintf(f,
+          "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
           "<title>gpuslice plan: %zu workloads on %s</title><style>%s</style></head>\n"
           "<body><main>\n<h1>GPU sharing plan</h1>\n<p class=\"sub\">%zu workloads measured, "
           "planned for %s (%.0f GiB) with %.0f%% memory headroom.</p>\n",
-          p->data.n, p->gpu.model, css, p->data.n, p->gpu.model,
-          (double) p->gpu.mem_bytes / GIB, p->rules.headroom * 100);
+          p->data.n, p->gpu.model, css, p->data.n, p->gpu.model, (double) p->gpu.mem_bytes / GIB,
+          p->rules.headroom * 100);
   cards(f, p);
   mix(f, p);
   charts(f, p);

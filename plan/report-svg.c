@@ -37,8 +37,8 @@ void gs__plan_html_escape(FILE *f, const char *s)
 static void bar(FILE *f, double x, double y, double w, double h, const char *fill,
                 const char *title)
 {
-  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" rx=\"3\" fill=\"%s\">",
-          x, y, w > 0 ? w : 0, h, fill);
+  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" rx=\"3\" fill=\"%s\">", x,
+          y, w > 0 ? w : 0, h, fill);
   if (title) {
     fputs("<title>", f);
     gs__plan_html_escape(f, title);
@@ -50,8 +50,8 @@ static void bar(FILE *f, double x, double y, double w, double h, const char *fil
 static void text(FILE *f, double x, double y, const char *anchor, int size, const char *fill,
                  const char *s)
 {
-  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\" fill=\"%s\">",
-          x, y, anchor, size, fill);
+  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\" fill=\"%s\">", x, y,
+          anchor, size, fill);
   gs__plan_html_escape(f, s);
   fputs("</text>", f);
 }
@@ -63,7 +63,10 @@ void gs__plan_svg_gpus(FILE *f, const struct gs_plan_run *p)
   const struct gs_plan_fleet *fl = &p->fleet;
   const double W = 560, x0 = 90, span = W - x0 - 70;
   double max = fmax(fmax(fl->gpus_today, fl->gpus_after), 1);
-  fprintf(f, "<svg id=\"gpus-before-after\" viewBox=\"0 0 %.0f 190\" role=\"img\" aria-label=\"GPUs before and after\">", W);
+  fprintf(f,
+          "<svg id=\"gpus-before-after\" viewBox=\"0 0 %.0f 190\" role=\"img\" aria-label=\"GPUs "
+          "before and after\">",
+          W);
   char s[96];
   text(f, 10, 58, "start", 14, INK, "Today");
   bar(f, x0, 36, span * fl->gpus_today / max, 34, TODAY, "GPUs used today");
@@ -130,21 +133,27 @@ void gs__plan_svg_waterfall(FILE *f, const struct gs_plan_run *p)
   const double W = 560, H = 280, x0 = 70, y0 = 20, h = 200;
   int cols = fl->nsteps + 2;
   double colw = (W - x0 - 10) / cols, max = fmax(fl->monthly_before, 1);
-  fprintf(f, "<svg id=\"cost-waterfall\" viewBox=\"0 0 %.0f %.0f\" "
-          "role=\"img\" aria-label=\"Monthly cost waterfall\">", W, H);
+  fprintf(f,
+          "<svg id=\"cost-waterfall\" viewBox=\"0 0 %.0f %.0f\" "
+          "role=\"img\" aria-label=\"Monthly cost waterfall\">",
+          W, H);
   waterfall_axis(f, max, y0, h, x0, W);
   char s[160];
   for (int c = 0; c < cols; c++) {
     bool first = c == 0, last = c == cols - 1;
-    double top = first ? fl->monthly_before : last ? fl->monthly_after
-                                                   : fl->steps[c - 1].monthly_before;
+    double top = first ? fl->monthly_before
+      : last           ? fl->monthly_after
+                       : fl->steps[c - 1].monthly_before;
     double bottom = first || last ? 0 : fl->steps[c - 1].monthly_after;
     double x = x0 + c * colw + colw * 0.15, w = colw * 0.7;
     double ytop = y0 + h - h * top / max, ybot = y0 + h - h * bottom / max;
     const char *label = first ? "Today" : last ? "Planned" : step_name(c - 1, fl->nsteps);
     snprintf(s, sizeof(s), "%s", first || last ? "" : fl->steps[c - 1].what);
     bar(f, x, ytop, w, fmax(ybot - ytop, 1),
-        first ? TODAY : last ? gs__plan_mech_colour(0) : SAVED, s[0] ? s : label);
+        first    ? TODAY
+          : last ? gs__plan_mech_colour(0)
+                 : SAVED,
+        s[0] ? s : label);
     gs__plan_money(s, sizeof(s), first || last ? top : bottom - top, false);
     text(f, x + w / 2, ytop - 6, "middle", 12, INK, s);
     text(f, x + w / 2, y0 + h + 18, "middle", 12, INK, label);
@@ -171,9 +180,9 @@ static int by_mech_then_p95(const void *a, const void *b)
 }
 
 #define ROW 15
-#define UX 210.0  /* utilization track: x and width */
+#define UX 210.0 /* utilization track: x and width */
 #define UW 560.0
-#define MX 820.0  /* memory track */
+#define MX 820.0 /* memory track */
 #define MW 240.0
 
 /* A track's vertical grid lines, n + 1 of them across [x0, x0 + w], each under its
@@ -209,10 +218,10 @@ static void util_row(FILE *f, const struct gs_plan_run *p, size_t i, double y)
   text(f, UX - 10, y + 10, "end", 10, r->idle ? MUTED : INK, name);
   double x50 = UX + UW * s->util_p50 / 100, x95 = UX + UW * s->util_p95 / 100;
   double xmax = UX + UW * s->util_max / 100;
-  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>", x95,
-          y + 6, xmax, y + 6, c);
-  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>", xmax,
-          y + 2, xmax, y + 10, c);
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>", x95, y + 6,
+          xmax, y + 6, c);
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>", xmax, y + 2,
+          xmax, y + 10, c);
   snprintf(tip, sizeof(tip), "%s: p50 %.1f%%, p95 %.1f%%, max %.1f%%, idle %.0f%% — %s: %s",
            p->data.w[i]->name, s->util_p50, s->util_p95, s->util_max, s->idle_fraction * 100,
            gs_plan_mechanism_name(r->mech), r->reason);
@@ -221,8 +230,10 @@ static void util_row(FILE *f, const struct gs_plan_run *p, size_t i, double y)
   double mem = fmin(s->mem_p95 / (double) p->gpu.mem_bytes, 1);
   double need = fmin((double) r->vram_bytes / (double) p->gpu.mem_bytes, 1);
   bar(f, MX, y + 2, MW * need, 9, c, NULL);
-  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"9\" rx=\"3\" fill=\"#fff\" "
-          "opacity=\"0.45\"/>", MX + MW * mem, y + 2, fmax(MW * (need - mem), 0));
+  fprintf(f,
+          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"9\" rx=\"3\" fill=\"#fff\" "
+          "opacity=\"0.45\"/>",
+          MX + MW * mem, y + 2, fmax(MW * (need - mem), 0));
   if (r->idle)
     text(f, MX + MW + 8, y + 10, "start", 10, "#c0392b", "idle");
 }
@@ -236,8 +247,10 @@ void gs__plan_svg_util(FILE *f, const struct gs_plan_run *p)
   sort_run = p;
   qsort(order, n, sizeof(*order), by_mech_then_p95);
   double height = 44 + (double) n * ROW;
-  fprintf(f, "<svg id=\"util-distribution\" viewBox=\"0 0 1110 %.0f\" "
-          "role=\"img\" aria-label=\"Utilization per workload\">", height);
+  fprintf(f,
+          "<svg id=\"util-distribution\" viewBox=\"0 0 1110 %.0f\" "
+          "role=\"img\" aria-label=\"Utilization per workload\">",
+          height);
   util_axes(f, height);
   for (size_t k = 0; k < n; k++)
     util_row(f, p, order[k], 38 + (double) k * ROW);
@@ -251,8 +264,10 @@ void gs__plan_svg_mig(FILE *f, const struct gs_plan_run *p)
 {
   const struct gs_mig_layout *l = &p->fleet.mig;
   const double x0 = 70, slot = 60;
-  fprintf(f, "<svg id=\"mig-layout\" viewBox=\"0 0 560 %d\" "
-          "role=\"img\" aria-label=\"MIG layout\">", 20 + l->ngpus * 34);
+  fprintf(f,
+          "<svg id=\"mig-layout\" viewBox=\"0 0 560 %d\" "
+          "role=\"img\" aria-label=\"MIG layout\">",
+          20 + l->ngpus * 34);
   char s[64];
   for (int g = 0; g < l->ngpus; g++) {
     double y = 10 + g * 34;

@@ -19,8 +19,8 @@ static bool markers_init(struct gs_markers *m)
 {
   if (m->nspare || m->count || m->last)
     return true;
-  if (!gs__cuda.cuEventCreate || !gs__cuda.cuEventRecord || !gs__cuda.cuEventQuery || !gs__cuda.cuEventElapsedTime ||
-      !gs__cuda.cuEventSynchronize)
+  if (!gs__cuda.cuEventCreate || !gs__cuda.cuEventRecord || !gs__cuda.cuEventQuery ||
+      !gs__cuda.cuEventElapsedTime || !gs__cuda.cuEventSynchronize)
     return false;
   for (int i = 0; i < GS_MARK_RING + 1; i++) {
     if (gs__cuda.cuEventCreate(&m->spare[i], CU_EVENT_DEFAULT) != CUDA_SUCCESS)
@@ -42,7 +42,8 @@ void gs__marker_record(struct gs_markers *m, CUstream s, bool ptsz, bool start)
   if (m->count == GS_MARK_RING || m->nspare == 0)
     return; /* the newest marker will cover these launches too */
   CUevent ev = m->spare[m->nspare - 1];
-  CUresult rc = ptsz && gs__cuda.cuEventRecord_ptsz ? gs__cuda.cuEventRecord_ptsz(ev, s) : gs__cuda.cuEventRecord(ev, s);
+  CUresult rc = ptsz && gs__cuda.cuEventRecord_ptsz ? gs__cuda.cuEventRecord_ptsz(ev, s)
+                                                    : gs__cuda.cuEventRecord(ev, s);
   if (rc != CUDA_SUCCESS)
     return; /* e.g. a stream of another context: that work goes unmeasured */
   m->nspare--;
@@ -56,7 +57,8 @@ static uint64_t retire(struct gs_markers *m)
   struct gs_marker *k = &m->ring[m->head];
   float ms = 0;
   uint64_t ns = 0;
-  if (!k->start && m->last && gs__cuda.cuEventElapsedTime(&ms, m->last, k->ev) == CUDA_SUCCESS && ms > 0)
+  if (!k->start && m->last && gs__cuda.cuEventElapsedTime(&ms, m->last, k->ev) == CUDA_SUCCESS &&
+      ms > 0)
     ns = (uint64_t) ((double) ms * 1e6);
   if (m->last)
     m->spare[m->nspare++] = m->last;

@@ -192,7 +192,7 @@ static bool turn_good(struct gs_gate *g, uint64_t now)
 {
   uint64_t t = atomic_load_explicit(&g->turn, memory_order_relaxed);
   return t && now < atomic_load_explicit(&g->deadline_ns, memory_order_relaxed) &&
-         atomic_load_explicit(&g->b->turn, memory_order_relaxed) == t;
+    atomic_load_explicit(&g->b->turn, memory_order_relaxed) == t;
 }
 
 /* After a pause the stream may be idle: finish measuring what came before, and start a new
@@ -236,7 +236,9 @@ uint64_t gs__gate_enter(struct gs_gate *g, CUstream s, bool ptsz)
 {
   uint64_t now = gs__mono_ns();
   if (__builtin_expect(turn_good(g, now) &&
-                         now < atomic_load_explicit(&g->last_launch_ns, memory_order_relaxed) + GAP_NS, 1))
+                         now <
+                           atomic_load_explicit(&g->last_launch_ns, memory_order_relaxed) + GAP_NS,
+                       1))
     return now;
   return enter_slow(g, s, ptsz, now) ? gs__mono_ns() : 0;
 }

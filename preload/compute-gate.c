@@ -55,7 +55,8 @@ static int gpu_uuid(int gpu, char *buf, size_t len)
 {
   CUdevice dev;
   CUuuid u;
-  if (!gs__cuda.cuDeviceGet || !gs__cuda.cuDeviceGetUuid || gs__cuda.cuDeviceGet(&dev, gpu) != CUDA_SUCCESS ||
+  if (!gs__cuda.cuDeviceGet || !gs__cuda.cuDeviceGetUuid ||
+      gs__cuda.cuDeviceGet(&dev, gpu) != CUDA_SUCCESS ||
       gs__cuda.cuDeviceGetUuid(&u, dev) != CUDA_SUCCESS)
     return -1;
   gs__uuid_text(&u, buf, len);
@@ -73,7 +74,8 @@ static void board_full_read(void)
   read = true;
   const char *v = gs_getenv("GPUSLICE_BOARD_FULL");
   if (gs_board_full_parse(v, &board_full) < 0)
-    GS_LOG(GS_LOG_WARN, "GPUSLICE_BOARD_FULL='%s' is not wait, wait:SECONDS or refuse; waiting up to %u s", v,
+    GS_LOG(GS_LOG_WARN,
+           "GPUSLICE_BOARD_FULL='%s' is not wait, wait:SECONDS or refuse; waiting up to %u s", v,
            board_full.wait_s);
 }
 
@@ -109,18 +111,22 @@ static struct gs_gate *gate_new(struct gs_ledger *l, int gpu)
 static int row_claim(struct gs_gate *g, uint64_t now)
 {
   struct gs_ledger *l = g->ledger;
-  return gs_board_row_claim(g->b, l->name, gs_ledger_compute_limit_ppm(l), gs_ledger_compute_policy(l),
-                            gs_ledger_priority(l), now);
+  return gs_board_row_claim(g->b, l->name, gs_ledger_compute_limit_ppm(l),
+                            gs_ledger_compute_policy(l), gs_ledger_priority(l), now);
 }
 
 static void row_full_log(struct gs_gate *g)
 {
   if (board_full.mode == GS_BOARD_FULL_REFUSE)
-    GS_LOG(GS_LOG_ERROR, "compute gate: every row of GPU %d's board is taken; launches are refused until one is "
-           "free (GPUSLICE_BOARD_FULL=refuse)", g->gpu);
+    GS_LOG(GS_LOG_ERROR,
+           "compute gate: every row of GPU %d's board is taken; launches are refused until one is "
+           "free (GPUSLICE_BOARD_FULL=refuse)",
+           g->gpu);
   else
-    GS_LOG(GS_LOG_WARN, "compute gate: every row of GPU %d's board is taken; launches wait up to %u s for one, "
-           "then are refused", g->gpu, board_full.wait_s);
+    GS_LOG(GS_LOG_WARN,
+           "compute gate: every row of GPU %d's board is taken; launches wait up to %u s for one, "
+           "then are refused",
+           g->gpu, board_full.wait_s);
 }
 
 /* Slow on purpose: a full board is rare, and a waiting launch has nothing better to do. */

@@ -46,20 +46,20 @@ struct gs_markers {
 struct gs_gate {
   struct gs_board *b;
   struct gs_ledger *ledger;
-  _Atomic int row;               /* on the board; -1 until one is claimed (under mu) */
+  _Atomic int row; /* on the board; -1 until one is claimed (under mu) */
   int gpu;
   pthread_mutex_t mu;
-  _Atomic uint64_t turn;         /* the turn this process holds, 0 for none */
-  _Atomic uint64_t deadline_ns;  /* when the turn must be looked at again */
+  _Atomic uint64_t turn;        /* the turn this process holds, 0 for none */
+  _Atomic uint64_t deadline_ns; /* when the turn must be looked at again */
   _Atomic uint64_t last_launch_ns;
   _Atomic uint32_t since_mark;   /* launches since the newest marker */
   _Atomic(CUstream) last_stream; /* where the newest launch went: drains are recorded there */
   _Atomic bool last_ptsz;
   uint64_t last_mark_ns;
   uint64_t refreshed_ns;
-  uint64_t shared_ns;            /* when the board was last told this process is active */
-  uint32_t mark_every;           /* launches per marker, set by how contended the GPU is */
-  int keep;                      /* markers a holder may have outstanding; -1: never wait */
+  uint64_t shared_ns;  /* when the board was last told this process is active */
+  uint32_t mark_every; /* launches per marker, set by how contended the GPU is */
+  int keep;            /* markers a holder may have outstanding; -1: never wait */
   uint64_t share_at_ns, share_used_ns;
   struct gs_markers mk;
 };

@@ -9,12 +9,10 @@ static uint64_t format_bytes(CUarray_format f)
 {
   switch (f) {
   case CU_AD_FORMAT_UNSIGNED_INT8:
-  case CU_AD_FORMAT_SIGNED_INT8:
-    return 1;
+  case CU_AD_FORMAT_SIGNED_INT8: return 1;
   case CU_AD_FORMAT_UNSIGNED_INT16:
   case CU_AD_FORMAT_SIGNED_INT16:
-  case CU_AD_FORMAT_HALF:
-    return 2;
+  case CU_AD_FORMAT_HALF: return 2;
   default:
     return 4; /* 32-bit formats; packed and compressed formats are at most this per channel */
   }
@@ -28,7 +26,8 @@ static uint64_t dim(size_t d)
 /* Bytes of one level, or 0 on overflow. */
 static uint64_t level_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned int channels)
 {
-  unsigned __int128 b = (unsigned __int128) dim(w) * dim(h) * dim(d) * format_bytes(f) * (channels ? channels : 1);
+  unsigned __int128 b =
+    (unsigned __int128) dim(w) * dim(h) * dim(d) * format_bytes(f) * (channels ? channels : 1);
   return b > (1ULL << 56) - 1 ? 0 : (uint64_t) b;
 }
 
@@ -73,7 +72,8 @@ static CUresult create_charged(CUarray *out, const void *d, uint64_t bytes, cons
   if (rc != CUDA_SUCCESS)
     return rc;
   rc = call(out, d);
-  return gs__settle(rc, GS_MAP_ARRAY, rc == CUDA_SUCCESS ? (uintptr_t) *out : 0, bytes, gpu, undo_array);
+  return gs__settle(rc, GS_MAP_ARRAY, rc == CUDA_SUCCESS ? (uintptr_t) *out : 0, bytes, gpu,
+                    undo_array);
 }
 
 GS_HOOK CUresult cuArrayCreate_v2(CUarray *out, const CUDA_ARRAY_DESCRIPTOR *d)
@@ -86,7 +86,8 @@ GS_HOOK CUresult cuArrayCreate_v2(CUarray *out, const CUDA_ARRAY_DESCRIPTOR *d)
 GS_HOOK CUresult cuArray3DCreate_v2(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d)
 {
   GS_REAL_OR_FAIL(cuArray3DCreate_v2);
-  uint64_t bytes = out && d ? level_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels) : 0;
+  uint64_t bytes =
+    out && d ? level_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels) : 0;
   return create_charged(out, d, bytes, "cuArray3DCreate", call_3d);
 }
 
@@ -100,7 +101,8 @@ GS_HOOK CUresult cuArrayCreate(CUarray *out, const CUDA_ARRAY_DESCRIPTOR_v1 *d)
 GS_HOOK CUresult cuArray3DCreate(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR_v1 *d)
 {
   GS_REAL_OR_FAIL(cuArray3DCreate);
-  uint64_t bytes = out && d ? level_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels) : 0;
+  uint64_t bytes =
+    out && d ? level_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels) : 0;
   return create_charged(out, d, bytes, "cuArray3DCreate", call_3d_v1);
 }
 
@@ -138,7 +140,8 @@ GS_HOOK CUresult cuMipmappedArrayCreate(CUmipmappedArray *out, const CUDA_ARRAY3
   if (rc != CUDA_SUCCESS)
     return rc;
   rc = gs__cuda.cuMipmappedArrayCreate(out, d, levels);
-  return gs__settle(rc, GS_MAP_ARRAY, rc == CUDA_SUCCESS ? (uintptr_t) *out : 0, bytes, gpu, undo_mipmap);
+  return gs__settle(rc, GS_MAP_ARRAY, rc == CUDA_SUCCESS ? (uintptr_t) *out : 0, bytes, gpu,
+                    undo_mipmap);
 }
 
 GS_HOOK CUresult cuMipmappedArrayDestroy(CUmipmappedArray a)
@@ -146,5 +149,6 @@ GS_HOOK CUresult cuMipmappedArrayDestroy(CUmipmappedArray a)
   uint64_t charge = 0;
   GS_REAL_OR_FAIL(cuMipmappedArrayDestroy);
   bool ours = gs__forget(GS_MAP_ARRAY, (uintptr_t) a, &charge);
-  return gs__settle_free(gs__cuda.cuMipmappedArrayDestroy(a), GS_MAP_ARRAY, (uintptr_t) a, ours, charge);
+  return gs__settle_free(gs__cuda.cuMipmappedArrayDestroy(a), GS_MAP_ARRAY, (uintptr_t) a, ours,
+                         charge);
 }

@@ -29,7 +29,8 @@ static void undo_free(uint64_t p)
 
 static CUresult call_alloc(const struct async_call *c)
 {
-  return c->from_pool ? c->from_pool(c->dptr, c->bytes, c->pool, c->stream) : c->plain(c->dptr, c->bytes, c->stream);
+  return c->from_pool ? c->from_pool(c->dptr, c->bytes, c->pool, c->stream)
+                      : c->plain(c->dptr, c->bytes, c->stream);
 }
 
 /* The pool the allocation comes from: the one named, or the device's current pool. */
@@ -37,8 +38,9 @@ static bool pool_of(const struct async_call *c, int gpu, CUmemoryPool *pool)
 {
   CUdevice dev;
   *pool = c->pool;
-  return c->pool || (gs__cuda.cuDeviceGetMemPool && gs__cuda.cuDeviceGet(&dev, gpu) == CUDA_SUCCESS &&
-                     gs__cuda.cuDeviceGetMemPool(pool, dev) == CUDA_SUCCESS);
+  return c->pool ||
+    (gs__cuda.cuDeviceGetMemPool && gs__cuda.cuDeviceGet(&dev, gpu) == CUDA_SUCCESS &&
+     gs__cuda.cuDeviceGetMemPool(pool, dev) == CUDA_SUCCESS);
 }
 
 /* Pool memory may return to the pool instead of the device: what a refused reuse leaves. */
@@ -78,9 +80,15 @@ static CUresult alloc_from_reserve(const struct async_call *c, int gpu)
 }
 
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream stream,
-                            __typeof__(cuMemAllocFromPoolAsync) *from_pool, __typeof__(cuMemAllocAsync) *plain)
+                            __typeof__(cuMemAllocFromPoolAsync) *from_pool,
+                            __typeof__(cuMemAllocAsync) *plain)
 {
-  const struct async_call c = { dptr, bytes, pool, stream, from_pool, plain,
+  const struct async_call c = { dptr,
+                                bytes,
+                                pool,
+                                stream,
+                                from_pool,
+                                plain,
                                 from_pool ? "cuMemAllocFromPoolAsync" : "cuMemAllocAsync" };
   int gpu = gs__current_gpu();
   CUresult rc = gs__charge_quiet(gpu, bytes);
@@ -129,7 +137,8 @@ GS_HOOK CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstre
   return alloc_async(dptr, bytesize, NULL, hStream, NULL, gs__cuda.cuMemAllocAsync_ptsz);
 }
 
-GS_HOOK CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+GS_HOOK CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                         CUstream hStream)
 {
   GS_REAL_OR_FAIL(cuMemAllocFromPoolAsync);
   if (!dptr || bytesize == 0)

@@ -32,7 +32,8 @@ static CUresult create(CUcontext *pctx, CUdevice dev, CUresult (*call)(void *), 
   if (rc != CUDA_SUCCESS)
     return rc;
   rc = call(args);
-  return gs__settle(rc, GS_MAP_CTX, rc == CUDA_SUCCESS ? (uintptr_t) *pctx : 0, bytes, dev, undo_destroy);
+  return gs__settle(rc, GS_MAP_CTX, rc == CUDA_SUCCESS ? (uintptr_t) *pctx : 0, bytes, dev,
+                    undo_destroy);
 }
 
 struct create_args {
@@ -69,15 +70,18 @@ GS_HOOK CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice de
   return create(pctx, dev, call_v2, &a);
 }
 
-GS_HOOK CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int nparams, unsigned int flags,
-                                CUdevice dev)
+GS_HOOK CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int nparams,
+                                unsigned int flags, CUdevice dev)
 {
   GS_REAL_OR_FAIL(cuCtxCreate_v3);
-  struct create_args a = { .pctx = pctx, .flags = flags, .dev = dev, .params = params, .nparams = nparams };
+  struct create_args a = {
+    .pctx = pctx, .flags = flags, .dev = dev, .params = params, .nparams = nparams
+  };
   return create(pctx, dev, call_v3, &a);
 }
 
-GS_HOOK CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *cparams, unsigned int flags, CUdevice dev)
+GS_HOOK CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *cparams, unsigned int flags,
+                                CUdevice dev)
 {
   GS_REAL_OR_FAIL(cuCtxCreate_v4);
   struct create_args a = { .pctx = pctx, .flags = flags, .dev = dev, .cparams = cparams };
@@ -118,7 +122,8 @@ static CUresult primary_dropped(CUresult rc, CUdevice dev, bool all)
   uint64_t bytes = gs__context_reserve();
   if (rc != CUDA_SUCCESS || !bytes || dev < 0 || dev >= GS_LEDGER_MAX_GPUS)
     return rc;
-  int before = all ? atomic_exchange(&primary_refs[dev], 0) : atomic_fetch_sub(&primary_refs[dev], 1);
+  int before =
+    all ? atomic_exchange(&primary_refs[dev], 0) : atomic_fetch_sub(&primary_refs[dev], 1);
   if (all ? before > 0 : before == 1)
     gs__uncharge(dev, bytes);
   return rc;

@@ -102,8 +102,8 @@ GS_HOOK void *dlsym(void *handle, const char *name)
 }
 #endif
 
-GS_HOOK CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-                                     CUdriverProcAddressQueryResult *status)
+GS_HOOK CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                     cuuint64_t flags, CUdriverProcAddressQueryResult *status)
 {
   GS_REAL_OR_FAIL(cuGetProcAddress_v2);
   CUresult rc = gs__cuda.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, status);

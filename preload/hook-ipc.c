@@ -38,7 +38,8 @@ typedef CUresult (*ipc_open_fn)(CUdeviceptr *, CUipcMemHandle, unsigned int);
 
 /* Opens are rare, so even a process that is no tenant takes the whole path: that way a tenant
  * whose ledger cannot be read is refused here as everywhere (gs__charge says so). */
-static CUresult open_charged(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags, ipc_open_fn call)
+static CUresult open_charged(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags,
+                             ipc_open_fn call)
 {
   CUdeviceptr base = 0;
   size_t size = 0;
@@ -64,7 +65,8 @@ GS_HOOK CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, u
   return open_charged(pdptr, handle, Flags, gs__cuda.cuIpcOpenMemHandle);
 }
 
-GS_HOOK CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+GS_HOOK CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                       unsigned int Flags)
 {
   GS_REAL_OR_FAIL(cuIpcOpenMemHandle_v2);
   return open_charged(pdptr, handle, Flags, gs__cuda.cuIpcOpenMemHandle_v2);
@@ -80,7 +82,8 @@ GS_HOOK CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
 
 /* ---- imported VMM handles ---- */
 
-GS_HOOK CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+GS_HOOK CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
+                                                void *osHandle,
                                                 CUmemAllocationHandleType shHandleType)
 {
   CUmemAllocationProp prop;
@@ -89,8 +92,8 @@ GS_HOOK CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *ha
   if (rc != CUDA_SUCCESS || !handle)
     return rc;
   rc = gs__cuda.cuMemGetAllocationPropertiesFromHandle
-         ? gs__cuda.cuMemGetAllocationPropertiesFromHandle(&prop, *handle)
-         : CUDA_ERROR_NOT_FOUND;
+    ? gs__cuda.cuMemGetAllocationPropertiesFromHandle(&prop, *handle)
+    : CUDA_ERROR_NOT_FOUND;
   /* Only device memory counts; a host-located allocation is a host allocation. */
   if (rc == CUDA_SUCCESS && prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
     return CUDA_SUCCESS;
@@ -140,8 +143,8 @@ static bool rerecord(CUmemGenericAllocationHandle handle, int gpu, uint64_t had,
   return false;
 }
 
-static CUresult map_further(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                            unsigned long long flags)
+static CUresult map_further(CUdeviceptr ptr, size_t size, size_t offset,
+                            CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
   uint64_t v, end = (uint64_t) offset + size;
   /* Looked up again under the lock: another thread may have charged this far meanwhile. */
@@ -163,8 +166,8 @@ static CUresult map_further(CUdeviceptr ptr, size_t size, size_t offset, CUmemGe
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-GS_HOOK CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                          unsigned long long flags)
+GS_HOOK CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                          CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
   uint64_t v;
   GS_REAL_OR_FAIL(cuMemMap);

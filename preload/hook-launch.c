@@ -11,75 +11,80 @@
 
 /* Runs `call` (a driver call on stream s) through the gate. A launch the gate refuses (it
  * has no board or board row for the tenant) is CUDA_ERROR_NOT_PERMITTED, never ungated. */
-#define GS_GATED(fn, s, ptsz, ...)                                     \
-  do {                                                                 \
-    GS_REAL_OR_FAIL(fn);                                               \
-    struct gs_gate *g_ = gs__gate();                                   \
-    if (!g_)                                                           \
-      return gs__cuda.fn(__VA_ARGS__);                                 \
-    uint64_t now_ = gs__gate_enter(g_, (s), (ptsz));                   \
-    if (__builtin_expect(now_ == 0, 0))                                \
-      return CUDA_ERROR_NOT_PERMITTED;                                 \
-    CUresult rc_ = gs__cuda.fn(__VA_ARGS__);                           \
-    if (rc_ == CUDA_SUCCESS)                                           \
-      gs__gate_leave(g_, (s), (ptsz), now_);                           \
-    return rc_;                                                        \
+#define GS_GATED(fn, s, ptsz, ...)                   \
+  do {                                               \
+    GS_REAL_OR_FAIL(fn);                             \
+    struct gs_gate *g_ = gs__gate();                 \
+    if (!g_)                                         \
+      return gs__cuda.fn(__VA_ARGS__);               \
+    uint64_t now_ = gs__gate_enter(g_, (s), (ptsz)); \
+    if (__builtin_expect(now_ == 0, 0))              \
+      return CUDA_ERROR_NOT_PERMITTED;               \
+    CUresult rc_ = gs__cuda.fn(__VA_ARGS__);         \
+    if (rc_ == CUDA_SUCCESS)                         \
+      gs__gate_leave(g_, (s), (ptsz), now_);         \
+    return rc_;                                      \
   } while (0)
 
 /* Runs a synchronize call, telling the gate before and after. */
-#define GS_SYNC(fn, ...)                                               \
-  do {                                                                 \
-    GS_REAL_OR_FAIL(fn);                                               \
-    struct gs_gate *g_ = gs__gate();                                   \
-    if (g_)                                                            \
-      gs__gate_sync_begin(g_);                                         \
-    CUresult rc_ = gs__cuda.fn(__VA_ARGS__);                           \
-    if (g_)                                                            \
-      gs__gate_sync_end(g_);                                           \
-    if (rc_ == CUDA_SUCCESS)                                           \
-      gs__pool_settle(); /* pools give memory back at a sync */        \
-    return rc_;                                                        \
+#define GS_SYNC(fn, ...)                                        \
+  do {                                                          \
+    GS_REAL_OR_FAIL(fn);                                        \
+    struct gs_gate *g_ = gs__gate();                            \
+    if (g_)                                                     \
+      gs__gate_sync_begin(g_);                                  \
+    CUresult rc_ = gs__cuda.fn(__VA_ARGS__);                    \
+    if (g_)                                                     \
+      gs__gate_sync_end(g_);                                    \
+    if (rc_ == CUDA_SUCCESS)                                    \
+      gs__pool_settle(); /* pools give memory back at a sync */ \
+    return rc_;                                                 \
   } while (0)
 
-GS_HOOK CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
-                                unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params,
-                                void **extra)
+GS_HOOK CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                unsigned int bx, unsigned int by, unsigned int bz,
+                                unsigned int shmem, CUstream s, void **params, void **extra)
 {
   GS_GATED(cuLaunchKernel, s, false, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
 }
 
-GS_HOOK CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                                     unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
-                                     CUstream s, void **params, void **extra)
+GS_HOOK CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                     unsigned int gz, unsigned int bx, unsigned int by,
+                                     unsigned int bz, unsigned int shmem, CUstream s, void **params,
+                                     void **extra)
 {
   GS_GATED(cuLaunchKernel_ptsz, s, true, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
 }
 
 /* A NULL config is the driver's to refuse; the gate has no stream to measure on then. */
-GS_HOOK CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+GS_HOOK CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params,
+                                  void **extra)
 {
   if (!config)
     GS_GATED(cuLaunchKernelEx, NULL, false, config, f, params, extra);
   GS_GATED(cuLaunchKernelEx, config->hStream, false, config, f, params, extra);
 }
 
-GS_HOOK CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+GS_HOOK CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params,
+                                       void **extra)
 {
   if (!config)
     GS_GATED(cuLaunchKernelEx_ptsz, NULL, true, config, f, params, extra);
   GS_GATED(cuLaunchKernelEx_ptsz, config->hStream, true, config, f, params, extra);
 }
 
-GS_HOOK CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                                           unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
-                                           CUstream s, void **params)
+GS_HOOK CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                           unsigned int gz, unsigned int bx, unsigned int by,
+                                           unsigned int bz, unsigned int shmem, CUstream s,
+                                           void **params)
 {
   GS_GATED(cuLaunchCooperativeKernel, s, false, f, gx, gy, gz, bx, by, bz, shmem, s, params);
 }
 
-GS_HOOK CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                                                unsigned int bx, unsigned int by, unsigned int bz,
-                                                unsigned int shmem, CUstream s, void **params)
+GS_HOOK CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                                unsigned int gz, unsigned int bx, unsigned int by,
+                                                unsigned int bz, unsigned int shmem, CUstream s,
+                                                void **params)
 {
   GS_GATED(cuLaunchCooperativeKernel_ptsz, s, true, f, gx, gy, gz, bx, by, bz, shmem, s, params);
 }

@@ -2,7 +2,8 @@
  * their frees, and what the tenant sees of its memory: cuMemGetInfo and cuDeviceTotalMem. */
 #include "hooks.h"
 
-#define PITCH_ALIGN 512 /* the widest pitch alignment of supported GPUs: the charge never falls short */
+#define PITCH_ALIGN \
+  512 /* the widest pitch alignment of supported GPUs: the charge never falls short */
 
 static void undo_free(uint64_t p)
 {
@@ -10,7 +11,8 @@ static void undo_free(uint64_t p)
 }
 
 static CUresult alloc_tracked(CUdeviceptr *dptr, size_t bytes, const char *what,
-                              CUresult (*call)(CUdeviceptr *, size_t, unsigned int), unsigned int flags)
+                              CUresult (*call)(CUdeviceptr *, size_t, unsigned int),
+                              unsigned int flags)
 {
   int gpu = gs__current_gpu();
   CUresult rc = gs__charge(gpu, bytes, what);

@@ -18,8 +18,9 @@ static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
 void gs__uuid_text(const CUuuid *u, char *buf, size_t len)
 {
   const unsigned char *b = (const unsigned char *) u->bytes;
-  snprintf(buf, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
-           b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  snprintf(buf, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+           b[14], b[15]);
 }
 
 /* The CUDA ordinal whose UUID is uuid, or -1. Initializes the driver: a process that only
@@ -28,13 +29,15 @@ static int ordinal_of(const char *uuid)
 {
   int n = 0;
   gs__cuda_resolve();
-  if (!gs__cuda.cuInit || gs__cuda.cuInit(0) != CUDA_SUCCESS || gs__cuda.cuDeviceGetCount(&n) != CUDA_SUCCESS)
+  if (!gs__cuda.cuInit || gs__cuda.cuInit(0) != CUDA_SUCCESS ||
+      gs__cuda.cuDeviceGetCount(&n) != CUDA_SUCCESS)
     return -1;
   for (int i = 0; i < n; i++) {
     CUdevice d;
     CUuuid u;
     char text[96];
-    if (gs__cuda.cuDeviceGet(&d, i) != CUDA_SUCCESS || gs__cuda.cuDeviceGetUuid(&u, d) != CUDA_SUCCESS)
+    if (gs__cuda.cuDeviceGet(&d, i) != CUDA_SUCCESS ||
+        gs__cuda.cuDeviceGetUuid(&u, d) != CUDA_SUCCESS)
       continue;
     gs__uuid_text(&u, text, sizeof(text));
     if (strcmp(text, uuid) == 0)
@@ -53,7 +56,8 @@ static int gpu_of(nvmlDevice_t dev)
       gpu = seen[i].gpu;
       goto out;
     }
-  if (gs__nvml.nvmlDeviceGetUUID && gs__nvml.nvmlDeviceGetUUID(dev, uuid, sizeof(uuid)) == NVML_SUCCESS)
+  if (gs__nvml.nvmlDeviceGetUUID &&
+      gs__nvml.nvmlDeviceGetUUID(dev, uuid, sizeof(uuid)) == NVML_SUCCESS)
     gpu = ordinal_of(uuid);
   if (nseen < MAX_SEEN) {
     seen[nseen].dev = dev;
@@ -67,8 +71,8 @@ out:
 
 /* Rewrites total, free and used to the slice, and the driver's reserve (v2 only) to 0: it is
  * outside the slice. Leaves them alone when the device is not limited. */
-static void slice(nvmlDevice_t dev, unsigned long long *total, unsigned long long *free_, unsigned long long *used,
-                  unsigned long long *reserved)
+static void slice(nvmlDevice_t dev, unsigned long long *total, unsigned long long *free_,
+                  unsigned long long *used, unsigned long long *reserved)
 {
   uint64_t limit, in_use;
   if (!gs__tenant_active() || !gs__limit(gpu_of(dev), &limit, &in_use))

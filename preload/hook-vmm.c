@@ -28,8 +28,8 @@ bool gs__vmm_track(CUmemGenericAllocationHandle handle)
   return !gs__peek(GS_MAP_HANDLE, handle, &v) || gs__map_put(GS_MAP_HANDLE_REFS, handle, 1);
 }
 
-GS_HOOK CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
-                             unsigned long long flags)
+GS_HOOK CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                             const CUmemAllocationProp *prop, unsigned long long flags)
 {
   GS_REAL_OR_FAIL(cuMemCreate);
   /* Only device memory counts; host and host-NUMA locations are host allocations. */
@@ -97,7 +97,8 @@ GS_HOOK CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handl
 
 /* Completes a cuMemMap: a mapping of a handle gpuslice charges is one more reference to it,
  * recorded by its start. If it cannot be recorded the mapping is undone. */
-CUresult gs__vmm_mapped(CUresult rc, CUdeviceptr ptr, size_t size, CUmemGenericAllocationHandle handle)
+CUresult gs__vmm_mapped(CUresult rc, CUdeviceptr ptr, size_t size,
+                        CUmemGenericAllocationHandle handle)
 {
   uint64_t after, v;
   if (rc != CUDA_SUCCESS || !gs__map_add(GS_MAP_HANDLE_REFS, handle, 1, &after))
@@ -142,7 +143,8 @@ static void forget_mapping(CUdeviceptr ptr)
 static CUresult unmap_whole(CUdeviceptr ptr, size_t size, unsigned count)
 {
   CUresult rc = gs__cuda.cuMemUnmap(ptr, size);
-  for (uint64_t p = ptr, n = 0; rc == CUDA_SUCCESS && count-- > 0 && gs__map_get(GS_MAP_VA_SIZE, p, &n); p += n)
+  for (uint64_t p = ptr, n = 0;
+       rc == CUDA_SUCCESS && count-- > 0 && gs__map_get(GS_MAP_VA_SIZE, p, &n); p += n)
     forget_mapping(p);
   return rc;
 }
@@ -175,7 +177,8 @@ GS_HOOK CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
   CUresult rc = CUDA_SUCCESS;
   /* Another thread unmapping the same range meanwhile (a race the program loses anyway) ends
    * the walk early rather than sending a stale size. */
-  for (uint64_t p = ptr, n = 0; rc == CUDA_SUCCESS && p < end && gs__map_get(GS_MAP_VA_SIZE, p, &n); p += n)
+  for (uint64_t p = ptr, n = 0; rc == CUDA_SUCCESS && p < end && gs__map_get(GS_MAP_VA_SIZE, p, &n);
+       p += n)
     rc = unmap_one(p, n);
   return rc;
 }

@@ -13,11 +13,11 @@
 
 /* The library (api: cuda or nvml) lacks the function: return the answer the real library
  * gives for an unknown entry. */
-#define GS_REAL_OR(api, fn, missing)   \
-  do {                                 \
-    gs__##api##_resolve();             \
-    if (!gs__##api.fn)                 \
-      return missing;                  \
+#define GS_REAL_OR(api, fn, missing) \
+  do {                               \
+    gs__##api##_resolve();           \
+    if (!gs__##api.fn)               \
+      return missing;                \
   } while (0)
 #define GS_REAL_OR_FAIL(fn) GS_REAL_OR(cuda, fn, CUDA_ERROR_NOT_FOUND)
 #define GS_NVML_REAL_OR_FAIL(fn) GS_REAL_OR(nvml, fn, NVML_ERROR_FUNCTION_NOT_FOUND)
@@ -25,8 +25,8 @@
 /* Completes "charge, then allocate": on a driver failure the charge goes back; on success the
  * allocation is remembered so that its free can give the charge back. If even that fails (no
  * memory for the map), undo frees what the driver made and the caller sees OUT_OF_MEMORY. */
-static inline CUresult gs__settle(CUresult rc, enum gs_map map, uint64_t key, uint64_t bytes, int gpu,
-                                  void (*undo)(uint64_t key))
+static inline CUresult gs__settle(CUresult rc, enum gs_map map, uint64_t key, uint64_t bytes,
+                                  int gpu, void (*undo)(uint64_t key))
 {
   if (rc != CUDA_SUCCESS) {
     gs__uncharge(gpu, bytes);
@@ -42,7 +42,8 @@ static inline CUresult gs__settle(CUresult rc, enum gs_map map, uint64_t key, ui
 /* Completes a free: the charge was given back before the driver was called (so that a
  * concurrent allocation reusing the address can never lose its own entry); if the driver
  * refuses the free, the memory is still held and the charge is put back. */
-static inline CUresult gs__settle_free(CUresult rc, enum gs_map map, uint64_t key, bool ours, uint64_t charge)
+static inline CUresult gs__settle_free(CUresult rc, enum gs_map map, uint64_t key, bool ours,
+                                       uint64_t charge)
 {
   if (rc != CUDA_SUCCESS && ours) {
     gs__charge_force(GS_CHARGE_GPU(charge), GS_CHARGE_BYTES(charge));
@@ -54,7 +55,8 @@ static inline CUresult gs__settle_free(CUresult rc, enum gs_map map, uint64_t ke
 /* VMM reference counting (hook-vmm.c): starts the count of a handle gpuslice charges (false
  * when it cannot be recorded), and completes a cuMemMap with the driver's answer rc. */
 bool gs__vmm_track(CUmemGenericAllocationHandle handle);
-CUresult gs__vmm_mapped(CUresult rc, CUdeviceptr ptr, size_t size, CUmemGenericAllocationHandle handle);
+CUresult gs__vmm_mapped(CUresult rc, CUdeviceptr ptr, size_t size,
+                        CUmemGenericAllocationHandle handle);
 
 /* A CUDA UUID as NVML writes it: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
 void gs__uuid_text(const CUuuid *u, char *buf, size_t len);

@@ -63,8 +63,9 @@ static uint64_t take_up_to(int gpu, uint64_t want)
   uint64_t cur = atomic_load_explicit(&kept[gpu], memory_order_relaxed), n;
   do {
     n = cur < want ? cur : want;
-  } while (n && !atomic_compare_exchange_weak_explicit(&kept[gpu], &cur, cur - n, memory_order_relaxed,
-                                                       memory_order_relaxed));
+  } while (n &&
+           !atomic_compare_exchange_weak_explicit(&kept[gpu], &cur, cur - n, memory_order_relaxed,
+                                                  memory_order_relaxed));
   return n;
 }
 
@@ -88,7 +89,8 @@ uint64_t gs__pool_kept(int gpu)
 static bool add_spare(CUmemoryPool pool, uint64_t *spare)
 {
   cuuint64_t reserved = 0, used = 0;
-  if (gs__cuda.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS ||
+  if (gs__cuda.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) !=
+        CUDA_SUCCESS ||
       gs__cuda.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) != CUDA_SUCCESS)
     return false;
   *spare += reserved > used ? reserved - used : 0;
@@ -108,14 +110,16 @@ bool gs__pool_spare(int gpu, uint64_t *spare)
   CUmemoryPool def;
   *spare = 0;
   gs__cuda_resolve();
-  if (atomic_load(&pools_overflowed) || !gs__cuda.cuMemPoolGetAttribute || !gs__cuda.cuDeviceGetDefaultMemPool)
+  if (atomic_load(&pools_overflowed) || !gs__cuda.cuMemPoolGetAttribute ||
+      !gs__cuda.cuDeviceGetDefaultMemPool)
     return false;
   if (gs__cuda.cuDeviceGet(&dev, gpu) != CUDA_SUCCESS ||
       gs__cuda.cuDeviceGetDefaultMemPool(&def, dev) != CUDA_SUCCESS || !add_spare(def, spare))
     return false;
   for (int i = 0; i < MAX_POOLS; i++) {
     CUmemoryPool p = atomic_load_explicit(&pools[i].pool, memory_order_acquire);
-    if (p && p != BUSY && atomic_load_explicit(&pools[i].gpu, memory_order_relaxed) == gpu && !add_spare(p, spare))
+    if (p && p != BUSY && atomic_load_explicit(&pools[i].gpu, memory_order_relaxed) == gpu &&
+        !add_spare(p, spare))
       return false;
   }
   return true;

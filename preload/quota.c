@@ -112,7 +112,8 @@ static struct gs_ledger_proc *slot(void)
   if (!p) {
     p = gs_ledger_claim(T.ledger, getpid(), gs_proc_start_time(getpid()));
     if (!p)
-      GS_LOG(GS_LOG_ERROR, "tenant '%s': all %d process slots are taken", T.ledger->name, GS_LEDGER_MAX_PROCS);
+      GS_LOG(GS_LOG_ERROR, "tenant '%s': all %d process slots are taken", T.ledger->name,
+             GS_LEDGER_MAX_PROCS);
     atomic_store(&T.slot, p);
   }
   pthread_mutex_unlock(&slot_lock);
@@ -127,8 +128,8 @@ static void resolve_limit(int gpu)
   if (atomic_load_explicit(&T.resolved[gpu], memory_order_relaxed))
     return;
   gs__cuda_resolve();
-  if (gs__cuda.cuDeviceGet && gs__cuda.cuDeviceGet(&dev, gpu) == CUDA_SUCCESS && gs__cuda.cuDeviceTotalMem_v2 &&
-      gs__cuda.cuDeviceTotalMem_v2(&total, dev) == CUDA_SUCCESS)
+  if (gs__cuda.cuDeviceGet && gs__cuda.cuDeviceGet(&dev, gpu) == CUDA_SUCCESS &&
+      gs__cuda.cuDeviceTotalMem_v2 && gs__cuda.cuDeviceTotalMem_v2(&total, dev) == CUDA_SUCCESS)
     gs_ledger_limit(T.ledger, gpu, total);
   atomic_store(&T.resolved[gpu], true);
 }
@@ -139,7 +140,8 @@ static void log_refusal(int gpu, uint64_t bytes, const char *what)
     return;
   struct gs_ledger_gpu *g = &T.ledger->gpu[gpu];
   GS_LOG(GS_LOG_ERROR, "tenant '%s': %s of %llu bytes on GPU %d refused: %llu of %llu bytes in use",
-         T.ledger->name, what, (unsigned long long) bytes, gpu, (unsigned long long) atomic_load(&g->used_bytes),
+         T.ledger->name, what, (unsigned long long) bytes, gpu,
+         (unsigned long long) atomic_load(&g->used_bytes),
          (unsigned long long) gs_ledger_limit(T.ledger, gpu, 0));
 }
 

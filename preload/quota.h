@@ -27,8 +27,8 @@ enum gs_map {
   GS_MAP_CTX,    /* contexts made with cuCtxCreate */
   /* Raw maps (gs__map_*), not charges. */
   GS_MAP_HANDLE_REFS, /* VMM handle -> references keeping its memory: the user's, plus one per mapping */
-  GS_MAP_VA_HANDLE,   /* start of a mapping made by cuMemMap -> the handle it maps */
-  GS_MAP_VA_SIZE,     /* start of a mapping -> its size */
+  GS_MAP_VA_HANDLE, /* start of a mapping made by cuMemMap -> the handle it maps */
+  GS_MAP_VA_SIZE,   /* start of a mapping -> its size */
   GS_MAP_COUNT
 };
 

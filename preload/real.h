@@ -13,6 +13,8 @@
 /* The driver functions gpuslice calls: every hook's target plus the queries hooks need.
  * A driver that lacks one (an older driver) leaves it NULL, and the hook for it is never
  * handed out. */
+/* The lists stay as written: a formatter cannot lay out X-macros. */
+// clang-format off
 #define GS_CUDA_REAL_FUNCS(X)                                                                   \
   X(cuInit) X(cuGetProcAddress) X(cuGetProcAddress_v2) X(cuCtxGetDevice) X(cuDeviceGetCount)    \
   X(cuDeviceGet) X(cuDeviceGetUuid) X(cuDeviceTotalMem_v2)                  \
@@ -34,6 +36,7 @@
   X(cuEventElapsedTime) X(cuEventDestroy_v2)
 
 #define GS_NVML_REAL_FUNCS(X) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2) X(nvmlDeviceGetUUID)
+// clang-format on
 
 #define GS_REAL_FIELD(name) __typeof__(name) *name;
 struct gs_cuda_real {

@@ -22,18 +22,24 @@ struct CUmipmappedArray_st {
 static unsigned element_size(CUarray_format f)
 {
   switch (f) {
-  case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF:
-  case CU_AD_FORMAT_UNORM_INT8X2: case CU_AD_FORMAT_SNORM_INT8X2:
-  case CU_AD_FORMAT_UNORM_INT16X1: case CU_AD_FORMAT_SNORM_INT16X1:
-    return 2;
-  case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT:
-  case CU_AD_FORMAT_UNORM_INT8X4: case CU_AD_FORMAT_SNORM_INT8X4:
-  case CU_AD_FORMAT_UNORM_INT16X2: case CU_AD_FORMAT_SNORM_INT16X2: case CU_AD_FORMAT_UNORM_INT_101010_2:
-    return 4;
-  case CU_AD_FORMAT_UNORM_INT16X4: case CU_AD_FORMAT_SNORM_INT16X4:
-    return 8;
-  default:
-    return 1;
+  case CU_AD_FORMAT_UNSIGNED_INT16:
+  case CU_AD_FORMAT_SIGNED_INT16:
+  case CU_AD_FORMAT_HALF:
+  case CU_AD_FORMAT_UNORM_INT8X2:
+  case CU_AD_FORMAT_SNORM_INT8X2:
+  case CU_AD_FORMAT_UNORM_INT16X1:
+  case CU_AD_FORMAT_SNORM_INT16X1: return 2;
+  case CU_AD_FORMAT_UNSIGNED_INT32:
+  case CU_AD_FORMAT_SIGNED_INT32:
+  case CU_AD_FORMAT_FLOAT:
+  case CU_AD_FORMAT_UNORM_INT8X4:
+  case CU_AD_FORMAT_SNORM_INT8X4:
+  case CU_AD_FORMAT_UNORM_INT16X2:
+  case CU_AD_FORMAT_SNORM_INT16X2:
+  case CU_AD_FORMAT_UNORM_INT_101010_2: return 4;
+  case CU_AD_FORMAT_UNORM_INT16X4:
+  case CU_AD_FORMAT_SNORM_INT16X4: return 8;
+  default: return 1;
   }
 }
 
@@ -42,7 +48,8 @@ static uint64_t level_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned level)
 {
   if (d->Width == 0 || (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4))
     return 0;
-  uint64_t w = d->Width >> level, h = (d->Height ? d->Height : 1) >> level, z = (d->Depth ? d->Depth : 1) >> level;
+  uint64_t w = d->Width >> level, h = (d->Height ? d->Height : 1) >> level,
+           z = (d->Depth ? d->Depth : 1) >> level;
   uint64_t dims[] = { w ? w : 1, h ? h : 1, z ? z : 1, d->NumChannels, element_size(d->Format) };
   uint64_t bytes = 1;
   for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
@@ -53,7 +60,8 @@ static uint64_t level_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned level)
   return bytes;
 }
 
-static CUresult array_new(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels, enum gsc_kind kind, void **out)
+static CUresult array_new(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels, enum gsc_kind kind,
+                          void **out)
 {
   struct CUctx_st *c;
   GSC_TRY(gsc_ctx_current(&c));
@@ -68,7 +76,8 @@ static CUresult array_new(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels, enu
   }
   GSC_LOCKED;
   GSC_TRY(gsc_charge(c->dev, bytes));
-  struct CUarray_st *a = calloc(1, kind == GSC_MIPMAP ? sizeof(struct CUmipmappedArray_st) : sizeof(*a));
+  struct CUarray_st *a =
+    calloc(1, kind == GSC_MIPMAP ? sizeof(struct CUmipmappedArray_st) : sizeof(*a));
   if (!a) {
     gsc_uncharge(c->dev, bytes);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -108,8 +117,8 @@ GSC_API CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR 
 {
   if (!pAllocateArray)
     return CUDA_ERROR_INVALID_VALUE;
-  CUDA_ARRAY3D_DESCRIPTOR d = { pAllocateArray->Width, pAllocateArray->Height, 0, pAllocateArray->Format,
-                                pAllocateArray->NumChannels, 0 };
+  CUDA_ARRAY3D_DESCRIPTOR d = { pAllocateArray->Width,  pAllocateArray->Height,      0,
+                                pAllocateArray->Format, pAllocateArray->NumChannels, 0 };
   return cuArray3DCreate_v2(pHandle, &d);
 }
 
@@ -118,7 +127,8 @@ GSC_API CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR
   if (!pAllocateArray)
     return CUDA_ERROR_INVALID_VALUE;
   const CUDA_ARRAY3D_DESCRIPTOR_v1 *v1 = pAllocateArray;
-  CUDA_ARRAY3D_DESCRIPTOR d = { v1->Width, v1->Height, v1->Depth, v1->Format, v1->NumChannels, v1->Flags };
+  CUDA_ARRAY3D_DESCRIPTOR d = { v1->Width,  v1->Height,      v1->Depth,
+                                v1->Format, v1->NumChannels, v1->Flags };
   return cuArray3DCreate_v2(pHandle, &d);
 }
 
@@ -136,7 +146,8 @@ GSC_API CUresult cuArrayDestroy(CUarray hArray)
   return array_destroy(hArray, GSC_ARRAY);
 }
 
-GSC_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+GSC_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+                                        const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
                                         unsigned int numMipmapLevels)
 {
   return array_new(pMipmappedArrayDesc, numMipmapLevels, GSC_MIPMAP, (void **) pHandle);

@@ -78,13 +78,19 @@ static CUresult copy(enum dir d, uintptr_t dst, uintptr_t src, size_t n, struct 
 
 static struct op async_op(CUstream h, bool per_thread)
 {
-  return (struct op) { true, per_thread, h };
+  return (struct op){ true, per_thread, h };
 }
 
 #define U(p) ((uintptr_t) (p))
 
-GSC_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) { return copy(ANY, dst, src, n, SYNC); }
-GSC_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) { return copy(ANY, dst, src, n, SYNC_PT); }
+GSC_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+  return copy(ANY, dst, src, n, SYNC);
+}
+GSC_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+  return copy(ANY, dst, src, n, SYNC_PT);
+}
 GSC_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
 {
   return copy(ANY, dst, src, n, async_op(h, false));
@@ -94,15 +100,30 @@ GSC_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, 
   return copy(ANY, dst, src, n, async_op(h, true));
 }
 
-GSC_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { return copy(HTOD, dst, U(src), n, SYNC); }
+GSC_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{
+  return copy(HTOD, dst, U(src), n, SYNC);
+}
 GSC_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
 {
   return copy(HTOD, dst, U(src), n, SYNC_PT);
 }
-GSC_API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) { return copy(DTOH, U(dst), src, n, SYNC); }
-GSC_API CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n) { return copy(DTOH, U(dst), src, n, SYNC_PT); }
-GSC_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) { return copy(DTOD, dst, src, n, SYNC); }
-GSC_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) { return copy(DTOD, dst, src, n, SYNC_PT); }
+GSC_API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+  return copy(DTOH, U(dst), src, n, SYNC);
+}
+GSC_API CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
+{
+  return copy(DTOH, U(dst), src, n, SYNC_PT);
+}
+GSC_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+  return copy(DTOD, dst, src, n, SYNC);
+}
+GSC_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+  return copy(DTOD, dst, src, n, SYNC_PT);
+}
 
 GSC_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream h)
 {
@@ -158,12 +179,30 @@ static CUresult set(CUdeviceptr dst, unsigned value, size_t count, size_t elem, 
   return CUDA_SUCCESS;
 }
 
-GSC_API CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { return set(d, v, n, 1, SYNC); }
-GSC_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { return set(d, v, n, 1, SYNC_PT); }
-GSC_API CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) { return set(d, v, n, 2, SYNC); }
-GSC_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) { return set(d, v, n, 2, SYNC_PT); }
-GSC_API CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) { return set(d, v, n, 4, SYNC); }
-GSC_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) { return set(d, v, n, 4, SYNC_PT); }
+GSC_API CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
+{
+  return set(d, v, n, 1, SYNC);
+}
+GSC_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n)
+{
+  return set(d, v, n, 1, SYNC_PT);
+}
+GSC_API CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n)
+{
+  return set(d, v, n, 2, SYNC);
+}
+GSC_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n)
+{
+  return set(d, v, n, 2, SYNC_PT);
+}
+GSC_API CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n)
+{
+  return set(d, v, n, 4, SYNC);
+}
+GSC_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n)
+{
+  return set(d, v, n, 4, SYNC_PT);
+}
 
 GSC_API CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream h)
 {
@@ -192,15 +231,27 @@ GSC_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, 
 
 /* ---- the 32-bit pointer ABI ---- */
 
-#define V1_UNSUPPORTED            \
-  do {                            \
-    GSC_CHECK_INIT();             \
+#define V1_UNSUPPORTED               \
+  do {                               \
+    GSC_CHECK_INIT();                \
     return CUDA_ERROR_NOT_SUPPORTED; \
   } while (0)
 
-GSC_API CUresult cuMemcpyHtoD(CUdeviceptr_v1 d, const void *s, unsigned int n) { (void) d, (void) s, (void) n; V1_UNSUPPORTED; }
-GSC_API CUresult cuMemcpyDtoH(void *d, CUdeviceptr_v1 s, unsigned int n) { (void) d, (void) s, (void) n; V1_UNSUPPORTED; }
-GSC_API CUresult cuMemcpyDtoD(CUdeviceptr_v1 d, CUdeviceptr_v1 s, unsigned int n) { (void) d, (void) s, (void) n; V1_UNSUPPORTED; }
+GSC_API CUresult cuMemcpyHtoD(CUdeviceptr_v1 d, const void *s, unsigned int n)
+{
+  (void) d, (void) s, (void) n;
+  V1_UNSUPPORTED;
+}
+GSC_API CUresult cuMemcpyDtoH(void *d, CUdeviceptr_v1 s, unsigned int n)
+{
+  (void) d, (void) s, (void) n;
+  V1_UNSUPPORTED;
+}
+GSC_API CUresult cuMemcpyDtoD(CUdeviceptr_v1 d, CUdeviceptr_v1 s, unsigned int n)
+{
+  (void) d, (void) s, (void) n;
+  V1_UNSUPPORTED;
+}
 GSC_API CUresult cuMemcpyHtoDAsync(CUdeviceptr_v1 d, const void *s, unsigned int n, CUstream h)
 {
   (void) d, (void) s, (void) n, (void) h;
@@ -216,6 +267,18 @@ GSC_API CUresult cuMemcpyDtoDAsync(CUdeviceptr_v1 d, CUdeviceptr_v1 s, unsigned 
   (void) d, (void) s, (void) n, (void) h;
   V1_UNSUPPORTED;
 }
-GSC_API CUresult cuMemsetD8(CUdeviceptr_v1 d, unsigned char v, unsigned int n) { (void) d, (void) v, (void) n; V1_UNSUPPORTED; }
-GSC_API CUresult cuMemsetD16(CUdeviceptr_v1 d, unsigned short v, unsigned int n) { (void) d, (void) v, (void) n; V1_UNSUPPORTED; }
-GSC_API CUresult cuMemsetD32(CUdeviceptr_v1 d, unsigned int v, unsigned int n) { (void) d, (void) v, (void) n; V1_UNSUPPORTED; }
+GSC_API CUresult cuMemsetD8(CUdeviceptr_v1 d, unsigned char v, unsigned int n)
+{
+  (void) d, (void) v, (void) n;
+  V1_UNSUPPORTED;
+}
+GSC_API CUresult cuMemsetD16(CUdeviceptr_v1 d, unsigned short v, unsigned int n)
+{
+  (void) d, (void) v, (void) n;
+  V1_UNSUPPORTED;
+}
+GSC_API CUresult cuMemsetD32(CUdeviceptr_v1 d, unsigned int v, unsigned int n)
+{
+  (void) d, (void) v, (void) n;
+  V1_UNSUPPORTED;
+}

@@ -62,8 +62,8 @@ void gsc_ctx_teardown(struct CUctx_st *c)
   if (!c->active)
     return;
   GSC_FOREACH(o, GSC_STREAM)
-    if (((struct CUstream_st *) o)->ctx == c)
-      gsc_stream_free((struct CUstream_st *) o);
+  if (((struct CUstream_st *) o)->ctx == c)
+    gsc_stream_free((struct CUstream_st *) o);
   gsc_event_ctx_gone(c);
   gsc_module_ctx_gone(c);
   gsc_array_ctx_gone(c);
@@ -192,7 +192,8 @@ static CUresult ctx_push(struct CUctx_st *c)
   return CUDA_SUCCESS;
 }
 
-GSC_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags, CUdevice dev)
+GSC_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
+                                unsigned int flags, CUdevice dev)
 {
   GSC_TRY(gsc_dev_check(dev));
   if (!pctx || (flags & ~(unsigned) CU_CTX_FLAGS_MASK))
@@ -210,8 +211,8 @@ GSC_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreatePar
   return CUDA_SUCCESS;
 }
 
-GSC_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags,
-                                CUdevice dev)
+GSC_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                                unsigned int flags, CUdevice dev)
 {
   if (numParams < 0 || (numParams > 0 && !paramsArray))
     return CUDA_ERROR_INVALID_VALUE;

@@ -125,7 +125,7 @@ GSC_API CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevic
 
 /* Figures that depend on the architecture rather than the board. */
 struct arch {
-  int cc;                     /* major * 10 + minor */
+  int cc; /* major * 10 + minor */
   int threads_per_sm, blocks_per_sm;
   int smem_per_sm, smem_optin;
 };
@@ -149,7 +149,10 @@ static const struct arch *arch_of(const struct gpusim_model *m)
 /* Board figures the catalogue does not carry: memory bus width (bits) and L2 size (bytes). */
 static void board_of(const struct gpusim_model *m, int *bus_bits, int *l2)
 {
-  static const struct { const char *key; int bus, l2; } boards[] = {
+  static const struct {
+    const char *key;
+    int bus, l2;
+  } boards[] = {
     { "t4", 256, 4 << 20 },          { "l4", 192, 48 << 20 },
     { "a100-40gb", 5120, 40 << 20 }, { "a100-80gb", 5120, 40 << 20 },
     { "h100-80gb", 5120, 50 << 20 }, { "h200-141gb", 6144, 60 << 20 },
@@ -185,7 +188,8 @@ static int common_attribute(CUdevice_attribute a)
   case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: return 512;
   case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 2;
   case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT: return 4;
-  case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES: return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
+    return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   case CU_DEVICE_ATTRIBUTE_NUMA_ID:
   case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: return -1;
   case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP:
@@ -211,10 +215,8 @@ static int common_attribute(CUdevice_attribute a)
   case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
   case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
   case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
-  case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
-    return 1;
-  default:
-    return 0;
+  case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED: return 1;
+  default: return 0;
   }
 }
 
@@ -247,7 +249,8 @@ static int attribute(CUdevice dev, CUdevice_attribute a)
   case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: return m->cc_major >= 9;
   case CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED: return m->cc_major >= 8;
   case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: return m->cc_major >= 8;
-  case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: return m->cc_major == 8 && m->cc_minor == 0 ? 2 : 32;
+  case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO:
+    return m->cc_major == 8 && m->cc_minor == 0 ? 2 : 32;
   default: return common_attribute(a);
   }
 }
@@ -255,7 +258,8 @@ static int attribute(CUdevice dev, CUdevice_attribute a)
 GSC_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
   GSC_TRY(gsc_dev_check(dev));
-  if (!pi || (int) attrib < 1 || (int) attrib > CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED)
+  if (!pi || (int) attrib < 1 ||
+      (int) attrib > CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED)
     return CUDA_ERROR_INVALID_VALUE;
   *pi = attribute(dev, attrib);
   return CUDA_SUCCESS;
@@ -280,7 +284,8 @@ GSC_API CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
     return CUDA_ERROR_INVALID_VALUE;
   unsigned domain = 0, bus, device, function;
   int n = 0;
-  if (sscanf(pciBusId, "%x:%x:%x.%x%n", &domain, &bus, &device, &function, &n) != 4 || pciBusId[n]) {
+  if (sscanf(pciBusId, "%x:%x:%x.%x%n", &domain, &bus, &device, &function, &n) != 4 ||
+      pciBusId[n]) {
     domain = 0;
     n = 0;
     if (sscanf(pciBusId, "%x:%x.%x%n", &bus, &device, &function, &n) != 3 || pciBusId[n])

@@ -9,7 +9,10 @@ struct error_text {
   const char *name, *text;
 };
 
-#define GSC_ERROR(code, text) { code, #code, text }
+#define GSC_ERROR(code, text) \
+  {                           \
+    code, #code, text         \
+  }
 static const struct error_text errors[] = {
   GSC_ERROR(CUDA_SUCCESS, "no error"),
   GSC_ERROR(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
@@ -94,7 +97,8 @@ static const struct error_text errors[] = {
   GSC_ERROR(CUDA_ERROR_MPS_CLIENT_TERMINATED, "mps client terminated"),
   GSC_ERROR(CUDA_ERROR_CDP_NOT_SUPPORTED, "cdp not supported"),
   GSC_ERROR(CUDA_ERROR_CDP_VERSION_MISMATCH, "cdp version mismatch"),
-  GSC_ERROR(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted while the stream is capturing"),
+  GSC_ERROR(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+            "operation not permitted while the stream is capturing"),
   GSC_ERROR(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "stream capture invalidated"),
   GSC_ERROR(CUDA_ERROR_STREAM_CAPTURE_MERGE, "stream capture merge"),
   GSC_ERROR(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "stream capture unmatched"),

@@ -51,7 +51,8 @@ static struct CUgraph_st *graph_new(void)
 static void graph_free(void *p)
 {
   struct CUgraph_st *g = p;
-  GSC_FOREACH(o, GSC_STREAM) {
+  GSC_FOREACH(o, GSC_STREAM)
+  {
     struct CUstream_st *s = (struct CUstream_st *) o;
     if (s->capture == g)
       s->capture = NULL;
@@ -72,9 +73,9 @@ static void exec_free(void *p)
 void gsc_graph_free_all(void)
 {
   GSC_FOREACH(o, GSC_GRAPH)
-    graph_free((struct CUgraph_st *) o);
+  graph_free((struct CUgraph_st *) o);
   GSC_FOREACH(o, GSC_GRAPH_EXEC)
-    exec_free((struct CUgraphExec_st *) o);
+  exec_free((struct CUgraphExec_st *) o);
 }
 
 CUresult gsc_graph_add_kernel(struct CUgraph_st *g, uint64_t dur_ns, const char *name)
@@ -152,11 +153,12 @@ static CUresult instantiate(CUgraphExec *phGraphExec, CUgraph hGraph)
   return CUDA_SUCCESS;
 }
 
-#define INSTANTIATE_FLAGS                                                                                  \
-  (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |                  \
+#define INSTANTIATE_FLAGS                                                                 \
+  (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD | \
    CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
 
-GSC_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
+GSC_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                             unsigned long long flags)
 {
   if (flags & ~(unsigned long long) INSTANTIATE_FLAGS)
     return CUDA_ERROR_INVALID_VALUE;
@@ -164,8 +166,8 @@ GSC_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph h
 }
 
 /* The 10.0 and 11.0 ABI: an error node and a log, neither of which ever has anything to say. */
-GSC_API CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
-                                       char *logBuffer, size_t bufferSize)
+GSC_API CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                       CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
 {
   if (phErrorNode)
     *phErrorNode = NULL;
@@ -174,8 +176,8 @@ GSC_API CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
   return instantiate(phGraphExec, hGraph);
 }
 
-GSC_API CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
-                                    char *logBuffer, size_t bufferSize)
+GSC_API CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                    CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
 {
   return cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
 }
@@ -186,8 +188,8 @@ GSC_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 }
 
 /* Takes a copy of the nodes so the replay runs without the lock (launches may block). */
-static CUresult launch_snapshot(CUgraphExec hGraphExec, CUstream h, bool per_thread, struct CUstream_st **s,
-                                struct exec_node **nodes, size_t *n)
+static CUresult launch_snapshot(CUgraphExec hGraphExec, CUstream h, bool per_thread,
+                                struct CUstream_st **s, struct exec_node **nodes, size_t *n)
 {
   GSC_LOCKED;
   struct CUgraphExec_st *x = gsc_obj_find(hGraphExec, GSC_GRAPH_EXEC);
@@ -325,60 +327,71 @@ static CUresult capture_info(CUstream h, bool per_thread, struct capture_info q)
 
 GSC_API CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
 {
-  return capture_info(hStream, false, (struct capture_info) { .status = captureStatus });
+  return capture_info(hStream, false, (struct capture_info){ .status = captureStatus });
 }
 
 GSC_API CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
 {
-  return capture_info(hStream, true, (struct capture_info) { .status = captureStatus });
+  return capture_info(hStream, true, (struct capture_info){ .status = captureStatus });
 }
 
 GSC_API CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
                                         cuuint64_t *id_out)
 {
-  return capture_info(hStream, false, (struct capture_info) { .status = captureStatus_out, .id = id_out });
+  return capture_info(hStream, false,
+                      (struct capture_info){ .status = captureStatus_out, .id = id_out });
 }
 
-GSC_API CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+GSC_API CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream,
+                                             CUstreamCaptureStatus *captureStatus_out,
                                              cuuint64_t *id_out)
 {
-  return capture_info(hStream, true, (struct capture_info) { .status = captureStatus_out, .id = id_out });
-}
-
-GSC_API CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-                                           cuuint64_t *id_out, CUgraph *graph_out,
-                                           const CUgraphNode **dependencies_out, size_t *numDependencies_out)
-{
-  return capture_info(hStream, false,
-                      (struct capture_info) { captureStatus_out, id_out, graph_out, dependencies_out, NULL,
-                                              numDependencies_out });
-}
-
-GSC_API CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-                                                cuuint64_t *id_out, CUgraph *graph_out,
-                                                const CUgraphNode **dependencies_out, size_t *numDependencies_out)
-{
   return capture_info(hStream, true,
-                      (struct capture_info) { captureStatus_out, id_out, graph_out, dependencies_out, NULL,
-                                              numDependencies_out });
+                      (struct capture_info){ .status = captureStatus_out, .id = id_out });
 }
 
-GSC_API CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+GSC_API CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
+                                           CUstreamCaptureStatus *captureStatus_out,
                                            cuuint64_t *id_out, CUgraph *graph_out,
                                            const CUgraphNode **dependencies_out,
-                                           const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
+                                           size_t *numDependencies_out)
 {
   return capture_info(hStream, false,
-                      (struct capture_info) { captureStatus_out, id_out, graph_out, dependencies_out,
-                                              edgeData_out, numDependencies_out });
+                      (struct capture_info){ captureStatus_out, id_out, graph_out, dependencies_out,
+                                             NULL, numDependencies_out });
 }
 
-GSC_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+GSC_API CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
+                                                CUstreamCaptureStatus *captureStatus_out,
                                                 cuuint64_t *id_out, CUgraph *graph_out,
                                                 const CUgraphNode **dependencies_out,
-                                                const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
+                                                size_t *numDependencies_out)
 {
   return capture_info(hStream, true,
-                      (struct capture_info) { captureStatus_out, id_out, graph_out, dependencies_out,
-                                              edgeData_out, numDependencies_out });
+                      (struct capture_info){ captureStatus_out, id_out, graph_out, dependencies_out,
+                                             NULL, numDependencies_out });
+}
+
+GSC_API CUresult cuStreamGetCaptureInfo_v3(CUstream hStream,
+                                           CUstreamCaptureStatus *captureStatus_out,
+                                           cuuint64_t *id_out, CUgraph *graph_out,
+                                           const CUgraphNode **dependencies_out,
+                                           const CUgraphEdgeData **edgeData_out,
+                                           size_t *numDependencies_out)
+{
+  return capture_info(hStream, false,
+                      (struct capture_info){ captureStatus_out, id_out, graph_out, dependencies_out,
+                                             edgeData_out, numDependencies_out });
+}
+
+GSC_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
+                                                CUstreamCaptureStatus *captureStatus_out,
+                                                cuuint64_t *id_out, CUgraph *graph_out,
+                                                const CUgraphNode **dependencies_out,
+                                                const CUgraphEdgeData **edgeData_out,
+                                                size_t *numDependencies_out)
+{
+  return capture_info(hStream, true,
+                      (struct capture_info){ captureStatus_out, id_out, graph_out, dependencies_out,
+                                             edgeData_out, numDependencies_out });
 }

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#define HOST_FLAGS (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)
+#define HOST_FLAGS \
+  (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)
 
 GSC_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {

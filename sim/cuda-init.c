@@ -58,8 +58,8 @@ void *gsc_obj_find(const void *p, enum gsc_kind kind)
   if (!p)
     return NULL;
   GSC_FOREACH(o, kind)
-    if ((const void *) o == p)
-      return o;
+  if ((const void *) o == p)
+    return o;
   return NULL;
 }
 
@@ -69,7 +69,8 @@ void gsc_obj_free(struct gsc_obj *o)
   free(o);
 }
 
-CUresult gsc_obj_destroy(const void *handle, enum gsc_kind kind, void (*free_fn)(void *), CUresult bad)
+CUresult gsc_obj_destroy(const void *handle, enum gsc_kind kind, void (*free_fn)(void *),
+                         CUresult bad)
 {
   GSC_ENTER();
   void *obj = gsc_obj_find(handle, kind);
@@ -79,11 +80,12 @@ CUresult gsc_obj_destroy(const void *handle, enum gsc_kind kind, void (*free_fn)
   return CUDA_SUCCESS;
 }
 
-void gsc_obj_free_owned(enum gsc_kind kind, size_t ctx_off, const struct CUctx_st *c, void (*free_fn)(void *))
+void gsc_obj_free_owned(enum gsc_kind kind, size_t ctx_off, const struct CUctx_st *c,
+                        void (*free_fn)(void *))
 {
   GSC_FOREACH(o, kind)
-    if (!c || *(struct CUctx_st **) ((char *) o + ctx_off) == c)
-      free_fn(o);
+  if (!c || *(struct CUctx_st **) ((char *) o + ctx_off) == c)
+    free_fn(o);
 }
 
 /* ---- fork ---- */
@@ -108,14 +110,15 @@ static void atfork_child(void)
   gsc.forking = true;
   /* Order matters: allocations refer to pools and VMM handles, so they go first. */
   GSC_FOREACH(o, GSC_CTX)
-    gsc_ctx_teardown((struct CUctx_st *) o);
+  gsc_ctx_teardown((struct CUctx_st *) o);
   for (struct gsc_alloc *a = gsc_alloc_first(), *n; a; a = n) {
     n = a->next;
     gsc_alloc_free(a);
   }
   GSC_FOREACH(o, GSC_POOL)
-    gsc_pool_destroy((struct CUmemPoolHandle_st *) o);
-  GSC_FOREACH(o, GSC_VMM) {
+  gsc_pool_destroy((struct CUmemPoolHandle_st *) o);
+  GSC_FOREACH(o, GSC_VMM)
+  {
     struct gsc_vmm *h = (struct gsc_vmm *) o;
     h->refs = 1;
     gsc_vmm_put(h);
@@ -125,7 +128,8 @@ static void atfork_child(void)
   gsc_array_ctx_gone(NULL);
   gsc_graph_free_all();
   gsc_library_free_all();
-  GSC_FOREACH(o, GSC_CTX) {
+  GSC_FOREACH(o, GSC_CTX)
+  {
     gsc_obj_del(o);
     free(o);
   }

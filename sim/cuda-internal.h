@@ -32,7 +32,7 @@
  * the reader). */
 #define GSC_API __attribute__((visibility("default")))
 
-#define GSC_PUSHBUF 1024            /* kernels a stream may have in flight before a launch blocks */
+#define GSC_PUSHBUF 1024 /* kernels a stream may have in flight before a launch blocks */
 #define GSC_VMM_GRANULARITY (2ULL << 20)
 #define GSC_VMM_MEMFD_NAME "gpusim-vmm:%d:%u" /* device, requested handle types */
 #define GSC_PITCH_ALIGN 512
@@ -72,20 +72,22 @@ struct CUctx_st;
 /* The body of the destroy and unload entry points: under the lock, the handle, when it is a
  * live object of its kind, goes to free_fn; else the answer is bad (INVALID_HANDLE, or
  * INVALID_VALUE where the real driver says that). */
-CUresult gsc_obj_destroy(const void *handle, enum gsc_kind kind, void (*free_fn)(void *), CUresult bad);
+CUresult gsc_obj_destroy(const void *handle, enum gsc_kind kind, void (*free_fn)(void *),
+                         CUresult bad);
 /* Hands every object of a kind that context c owns (every one, when c is NULL) to free_fn;
  * ctx_off is the offset of its struct's context pointer. */
-void gsc_obj_free_owned(enum gsc_kind kind, size_t ctx_off, const struct CUctx_st *c, void (*free_fn)(void *));
+void gsc_obj_free_owned(enum gsc_kind kind, size_t ctx_off, const struct CUctx_st *c,
+                        void (*free_fn)(void *));
 
-#define GSC_FOREACH(var, kind)                                                      \
-  for (struct gsc_obj *var = gsc_registry[kind].next, *var##_next = var->next;    \
+#define GSC_FOREACH(var, kind)                                                 \
+  for (struct gsc_obj *var = gsc_registry[kind].next, *var##_next = var->next; \
        var != &gsc_registry[kind]; var = var##_next, var##_next = var->next)
 
 /* ---- the process-wide driver state ---- */
 
 struct gsc_driver {
   atomic_bool initialized;
-  bool forking;          /* true while a forked child discards the parent's objects */
+  bool forking; /* true while a forked child discards the parent's objects */
   struct gpusim_shared *sh;
   int ndev;
   uint64_t default_kernel_ns;
@@ -103,33 +105,36 @@ void gsc_unlockp(int *unused);
 /* Holds gsc_lock until the end of the enclosing block. */
 #define GSC_LOCKED __attribute__((cleanup(gsc_unlockp), unused)) int gsc_locked_ = (gsc_lock(), 0)
 
-#define GSC_CHECK_INIT()                        \
-  do {                                          \
-    if (!atomic_load(&gsc.initialized))         \
-      return CUDA_ERROR_NOT_INITIALIZED;        \
+#define GSC_CHECK_INIT()                 \
+  do {                                   \
+    if (!atomic_load(&gsc.initialized))  \
+      return CUDA_ERROR_NOT_INITIALIZED; \
   } while (0)
 
 /* The prologue of an entry point: the driver is initialized, and gsc_lock is held to the end
  * of the function. */
-#define GSC_ENTER()                             \
-  GSC_CHECK_INIT();                             \
+#define GSC_ENTER() \
+  GSC_CHECK_INIT(); \
   GSC_LOCKED
 /* The prologue of an entry point that answers through out: the driver is initialized, out is
  * given, and gsc_lock is held to the end of the function (so this cannot be a do/while). */
-#define GSC_ENTER_OUT(out)                      \
-  GSC_CHECK_INIT();                             \
-  if (!(out))                                   \
-    return CUDA_ERROR_INVALID_VALUE;            \
+#define GSC_ENTER_OUT(out)           \
+  GSC_CHECK_INIT();                  \
+  if (!(out))                        \
+    return CUDA_ERROR_INVALID_VALUE; \
   GSC_LOCKED
 /* The same for a device query: dev is a device, out is given, the lock is held. */
-#define GSC_ENTER_DEV_OUT(dev, out)             \
-  GSC_TRY(gsc_dev_check(dev));                  \
-  if (!(out))                                   \
-    return CUDA_ERROR_INVALID_VALUE;            \
+#define GSC_ENTER_DEV_OUT(dev, out)  \
+  GSC_TRY(gsc_dev_check(dev));       \
+  if (!(out))                        \
+    return CUDA_ERROR_INVALID_VALUE; \
   GSC_LOCKED
 #define GSC_TRY(expr) GPUSIM_TRY(CUresult, CUDA_SUCCESS, expr)
 
-static inline uint64_t gsc_max(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static inline uint64_t gsc_max(uint64_t a, uint64_t b)
+{
+  return a > b ? a : b;
+}
 
 /* ---- contexts (cuda-ctx.c) ---- */
 
@@ -138,8 +143,8 @@ struct CUctx_st {
   int dev;
   unsigned flags;
   bool primary;
-  bool active;        /* false once destroyed (or, for a primary one, released to zero) */
-  int refs;           /* primary contexts: retain count */
+  bool active; /* false once destroyed (or, for a primary one, released to zero) */
+  int refs;    /* primary contexts: retain count */
   unsigned long long id;
   struct CUstream_st *legacy;
   size_t limits[16];
@@ -164,10 +169,10 @@ struct CUstream_st {
   int priority;
   bool legacy, per_thread;
   unsigned long long id;
-  uint64_t tail_ns;                /* end of the last operation queued on it */
-  uint64_t ring[GSC_PUSHBUF];      /* end times of kernels possibly still running, oldest first */
+  uint64_t tail_ns;           /* end of the last operation queued on it */
+  uint64_t ring[GSC_PUSHBUF]; /* end times of kernels possibly still running, oldest first */
   unsigned ring_head, ring_count;
-  struct CUgraph_st *capture;      /* non-NULL while capturing */
+  struct CUgraph_st *capture; /* non-NULL while capturing */
   uint64_t capture_id;
   CUstreamCaptureMode capture_mode;
 };
@@ -190,18 +195,25 @@ CUresult gsc_stream_sync(CUstream h, bool per_thread);
 
 /* GSC_MEM_IPC: another process's allocation opened with cuIpcOpenMemHandle (cuda-ipc.c); it is
  * not charged again, and cuMemFree does not take it. */
-enum gsc_mem_kind { GSC_MEM_DEVICE, GSC_MEM_MANAGED, GSC_MEM_POOL, GSC_MEM_HOST, GSC_MEM_VMM, GSC_MEM_IPC };
+enum gsc_mem_kind {
+  GSC_MEM_DEVICE,
+  GSC_MEM_MANAGED,
+  GSC_MEM_POOL,
+  GSC_MEM_HOST,
+  GSC_MEM_VMM,
+  GSC_MEM_IPC
+};
 
 struct gsc_alloc {
   uintptr_t base;
-  size_t size;           /* what the caller asked for, and what is charged */
-  size_t map_len;        /* length of our own mapping, 0 when the mapping belongs to someone else */
-  int dev;               /* -1 for host memory */
+  size_t size;    /* what the caller asked for, and what is charged */
+  size_t map_len; /* length of our own mapping, 0 when the mapping belongs to someone else */
+  int dev;        /* -1 for host memory */
   enum gsc_mem_kind kind;
-  struct CUctx_st *ctx;  /* owner: freed with it; NULL for pool and VMM memory */
+  struct CUctx_st *ctx; /* owner: freed with it; NULL for pool and VMM memory */
   struct CUmemPoolHandle_st *pool;
   struct gsc_vmm *vmm;
-  unsigned flags;        /* host allocation flags, or VMM access flags */
+  unsigned flags; /* host allocation flags, or VMM access flags */
   struct gsc_alloc *prev, *next;
 };
 
@@ -232,7 +244,7 @@ struct CUmemPoolHandle_st {
   int dev;
   bool is_default;
   uint64_t reserved, used, threshold, reserved_high, used_high;
-  int reuse[3];          /* the three CU_MEMPOOL_ATTR_REUSE_* switches */
+  int reuse[3]; /* the three CU_MEMPOOL_ATTR_REUSE_* switches */
   CUmemPoolProps props;
 };
 
@@ -247,13 +259,13 @@ void gsc_pool_destroy(struct CUmemPoolHandle_st *p);
 
 struct gsc_vmm {
   struct gsc_obj obj;
-  int fd;                /* memfd: two mappings of one handle share its pages */
+  int fd; /* memfd: two mappings of one handle share its pages */
   size_t size;
   int dev;
-  int refs;              /* user references plus mappings; freed at 0 */
-  int user_refs;         /* cuMemCreate and cuMemRetainAllocationHandle, less cuMemRelease */
+  int refs;      /* user references plus mappings; freed at 0 */
+  int user_refs; /* cuMemCreate and cuMemRetainAllocationHandle, less cuMemRelease */
   CUmemAllocationProp prop;
-  bool imported;         /* made by cuMemImportFromShareableHandle: the exporter holds the charge */
+  bool imported; /* made by cuMemImportFromShareableHandle: the exporter holds the charge */
 };
 
 void gsc_vmm_put(struct gsc_vmm *h);
@@ -273,10 +285,10 @@ void gsc_ipc_gone(struct gsc_alloc *a);
 
 struct CUfunc_st {
   struct gsc_obj obj;
-  struct CUmod_st *mod;      /* NULL for functions obtained from a library kernel */
+  struct CUmod_st *mod; /* NULL for functions obtained from a library kernel */
   struct CUkern_st *kern;
   struct CUctx_st *ctx;
-  char name[1024];       /* mangled C++ names run long */
+  char name[1024]; /* mangled C++ names run long */
   int max_dyn_shared;
   int carveout;
   CUfunc_cache cache;
@@ -303,7 +315,7 @@ struct CUevent_st {
   struct CUctx_st *ctx;
   unsigned flags;
   bool recorded;
-  uint64_t time_ns;      /* when the work recorded before it completes */
+  uint64_t time_ns; /* when the work recorded before it completes */
 };
 
 void gsc_event_ctx_gone(struct CUctx_st *c);

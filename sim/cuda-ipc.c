@@ -59,8 +59,12 @@ GSC_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
   struct gsc_alloc *a = gsc_alloc_find((uintptr_t) dptr, 0);
   if (!a || a->kind != GSC_MEM_DEVICE)
     return CUDA_ERROR_INVALID_VALUE;
-  struct ipc_wire w = { .version = IPC_VERSION, .dev = a->dev, .pid = getpid(),
-                        .start_time = gpusim_proc_start_time(getpid()), .base = a->base, .size = a->size };
+  struct ipc_wire w = { .version = IPC_VERSION,
+                        .dev = a->dev,
+                        .pid = getpid(),
+                        .start_time = gpusim_proc_start_time(getpid()),
+                        .base = a->base,
+                        .size = a->size };
   memcpy(w.magic, IPC_MAGIC, sizeof(w.magic));
   memset(pHandle, 0, sizeof(*pHandle));
   memcpy(pHandle->reserved, &w, sizeof(w));
@@ -69,8 +73,8 @@ GSC_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 
 static CUresult wire_check(const struct ipc_wire *w)
 {
-  if (memcmp(w->magic, IPC_MAGIC, sizeof(w->magic)) != 0 || w->version != IPC_VERSION || w->size == 0 ||
-      gsc_dev_check(w->dev) != CUDA_SUCCESS)
+  if (memcmp(w->magic, IPC_MAGIC, sizeof(w->magic)) != 0 || w->version != IPC_VERSION ||
+      w->size == 0 || gsc_dev_check(w->dev) != CUDA_SUCCESS)
     return CUDA_ERROR_INVALID_HANDLE;
   /* The real driver refuses to open a process's own handle. */
   if (w->pid == getpid())
@@ -83,7 +87,8 @@ static CUresult wire_check(const struct ipc_wire *w)
 static struct ipc_open *opened_in(const struct ipc_wire *w, const struct CUctx_st *c)
 {
   for (struct ipc_open *o = g_opened; o; o = o->next)
-    if (o->a->ctx == c && o->from.pid == w->pid && o->from.start_time == w->start_time && o->from.base == w->base)
+    if (o->a->ctx == c && o->from.pid == w->pid && o->from.start_time == w->start_time &&
+        o->from.base == w->base)
       return o;
   return NULL;
 }
@@ -95,10 +100,14 @@ static CUresult map_opened(struct CUctx_st *c, const struct ipc_wire *w, CUdevic
   struct gsc_alloc *a = calloc(1, sizeof(*a));
   void *p = o && a ? gsc_map(w->size) : NULL;
   if (p) {
-    *a = (struct gsc_alloc) { .base = (uintptr_t) p, .size = w->size, .map_len = w->size, .dev = w->dev,
-                              .kind = GSC_MEM_IPC, .ctx = c };
+    *a = (struct gsc_alloc){ .base = (uintptr_t) p,
+                             .size = w->size,
+                             .map_len = w->size,
+                             .dev = w->dev,
+                             .kind = GSC_MEM_IPC,
+                             .ctx = c };
     if (gsc_alloc_insert(a) == 0) {
-      *o = (struct ipc_open) { .a = a, .from = *w, .refs = 1, .next = g_opened };
+      *o = (struct ipc_open){ .a = a, .from = *w, .refs = 1, .next = g_opened };
       g_opened = o;
       *out = a->base;
       return CUDA_SUCCESS;
@@ -135,7 +144,8 @@ GSC_API CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, u
   return ipc_open(pdptr, handle, Flags);
 }
 
-GSC_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+GSC_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                       unsigned int Flags)
 {
   return ipc_open(pdptr, handle, Flags);
 }
@@ -174,8 +184,10 @@ void gsc_ipc_gone(struct gsc_alloc *a)
 
 /* ---- VMM shareable handles ---- */
 
-GSC_API CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
-                                              CUmemAllocationHandleType handleType, unsigned long long flags)
+GSC_API CUresult cuMemExportToShareableHandle(void *shareableHandle,
+                                              CUmemGenericAllocationHandle handle,
+                                              CUmemAllocationHandleType handleType,
+                                              unsigned long long flags)
 {
   GSC_CHECK_INIT();
   if (!shareableHandle || flags)
@@ -211,16 +223,17 @@ static CUresult memfd_describe(int fd, CUmemAllocationProp *prop, size_t *size)
   if (sscanf(link, "/memfd:" GSC_VMM_MEMFD_NAME, &dev, &types) != 2 || st.st_size <= 0 ||
       (uint64_t) st.st_size % GSC_VMM_GRANULARITY != 0 || gsc_dev_check(dev) != CUDA_SUCCESS)
     return CUDA_ERROR_INVALID_VALUE;
-  *prop = (CUmemAllocationProp) { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
-                                  .requestedHandleTypes = (CUmemAllocationHandleType) types,
-                                  .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev } };
+  *prop = (CUmemAllocationProp){ .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                 .requestedHandleTypes = (CUmemAllocationHandleType) types,
+                                 .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev } };
   *size = (size_t) st.st_size;
   return CUDA_SUCCESS;
 }
 
 /* For the descriptor type, osHandle is the descriptor itself cast to a pointer. The caller
  * keeps its descriptor; the handle holds a duplicate. */
-GSC_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+GSC_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
+                                                void *osHandle,
                                                 CUmemAllocationHandleType shHandleType)
 {
   CUmemAllocationProp prop;

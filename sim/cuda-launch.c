@@ -114,7 +114,8 @@ static CUresult dims_check(const struct launch *l)
   return CUDA_SUCCESS;
 }
 
-static CUresult launch_prepare(const struct launch *l, struct CUstream_st **s, uint64_t *ns, char *name, size_t len)
+static CUresult launch_prepare(const struct launch *l, struct CUstream_st **s, uint64_t *ns,
+                               char *name, size_t len)
 {
   struct CUfunc_st *fn;
   GSC_LOCKED;
@@ -138,63 +139,84 @@ static CUresult launch(const struct launch *l)
   return gsc_launch(s, ns, name);
 }
 
-GSC_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                                unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                                unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+GSC_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                unsigned int gridDimZ, unsigned int blockDimX,
+                                unsigned int blockDimY, unsigned int blockDimZ,
+                                unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
+                                void **extra)
 {
   (void) sharedMemBytes;
-  struct launch l = { f, { gridDimX, gridDimY, gridDimZ }, { blockDimX, blockDimY, blockDimZ },
-                      hStream, kernelParams, extra, false };
+  struct launch l = { f,
+                      { gridDimX, gridDimY, gridDimZ },
+                      { blockDimX, blockDimY, blockDimZ },
+                      hStream,
+                      kernelParams,
+                      extra,
+                      false };
   return launch(&l);
 }
 
 GSC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                     unsigned int gridDimZ, unsigned int blockDimX,
+                                     unsigned int blockDimY, unsigned int blockDimZ,
+                                     unsigned int sharedMemBytes, CUstream hStream,
                                      void **kernelParams, void **extra)
 {
   (void) sharedMemBytes;
-  struct launch l = { f, { gridDimX, gridDimY, gridDimZ }, { blockDimX, blockDimY, blockDimZ },
-                      hStream, kernelParams, extra, true };
+  struct launch l = { f,
+                      { gridDimX, gridDimY, gridDimZ },
+                      { blockDimX, blockDimY, blockDimZ },
+                      hStream,
+                      kernelParams,
+                      extra,
+                      true };
   return launch(&l);
 }
 
-static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra,
-                          bool per_thread)
+static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                          void **extra, bool per_thread)
 {
   if (!config || (config->numAttrs && !config->attrs))
     return CUDA_ERROR_INVALID_VALUE;
   /* Attributes (clusters, priorities, programmatic launch) do not change a kernel's duration. */
-  struct launch l = { f, { config->gridDimX, config->gridDimY, config->gridDimZ },
+  struct launch l = { f,
+                      { config->gridDimX, config->gridDimY, config->gridDimZ },
                       { config->blockDimX, config->blockDimY, config->blockDimZ },
-                      config->hStream, kernelParams, extra, per_thread };
+                      config->hStream,
+                      kernelParams,
+                      extra,
+                      per_thread };
   return launch(&l);
 }
 
-GSC_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+GSC_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                                  void **extra)
 {
   return launch_ex(config, f, kernelParams, extra, false);
 }
 
-GSC_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+GSC_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                       void **kernelParams, void **extra)
 {
   return launch_ex(config, f, kernelParams, extra, true);
 }
 
-GSC_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                           unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                           unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                                           void **kernelParams)
+GSC_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                           unsigned int gridDimY, unsigned int gridDimZ,
+                                           unsigned int blockDimX, unsigned int blockDimY,
+                                           unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                           CUstream hStream, void **kernelParams)
 {
-  return cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
-                        kernelParams, NULL);
+  return cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                        sharedMemBytes, hStream, kernelParams, NULL);
 }
 
-GSC_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                                unsigned int gridDimZ, unsigned int blockDimX,
-                                                unsigned int blockDimY, unsigned int blockDimZ,
-                                                unsigned int sharedMemBytes, CUstream hStream, void **kernelParams)
+GSC_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                                unsigned int gridDimY, unsigned int gridDimZ,
+                                                unsigned int blockDimX, unsigned int blockDimY,
+                                                unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                                CUstream hStream, void **kernelParams)
 {
-  return cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                             hStream, kernelParams, NULL);
+  return cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                             sharedMemBytes, hStream, kernelParams, NULL);
 }

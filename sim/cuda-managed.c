@@ -27,10 +27,8 @@ static CUresult location_check(CUmemLocation loc)
     return loc.id >= 0 && loc.id < gsc.ndev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
   case CU_MEM_LOCATION_TYPE_HOST:
   case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-  case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
-    return CUDA_SUCCESS;
-  default:
-    return CUDA_ERROR_INVALID_VALUE;
+  case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return CUDA_SUCCESS;
+  default: return CUDA_ERROR_INVALID_VALUE;
   }
 }
 
@@ -43,7 +41,8 @@ static CUmemLocation device_location(CUdevice dev)
   return loc;
 }
 
-GSC_API CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location)
+GSC_API CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
+                                CUmemLocation location)
 {
   GSC_CHECK_INIT();
   if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
@@ -60,8 +59,8 @@ GSC_API CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advi
   return cuMemAdvise_v2(devPtr, count, advice, device_location(device));
 }
 
-static CUresult prefetch(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
-                         CUstream hStream, bool per_thread)
+static CUresult prefetch(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+                         unsigned int flags, CUstream hStream, bool per_thread)
 {
   GSC_CHECK_INIT();
   if (flags != 0)
@@ -73,24 +72,27 @@ static CUresult prefetch(CUdeviceptr devPtr, size_t count, CUmemLocation locatio
   return gsc_stream_get(hStream, per_thread, &s);
 }
 
-GSC_API CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
-                                       CUstream hStream)
+GSC_API CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+                                       unsigned int flags, CUstream hStream)
 {
   return prefetch(devPtr, count, location, flags, hStream, false);
 }
 
-GSC_API CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location,
-                                            unsigned int flags, CUstream hStream)
+GSC_API CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count,
+                                            CUmemLocation location, unsigned int flags,
+                                            CUstream hStream)
 {
   return prefetch(devPtr, count, location, flags, hStream, true);
 }
 
-GSC_API CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
+GSC_API CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
+                                    CUstream hStream)
 {
   return prefetch(devPtr, count, device_location(dstDevice), 0, hStream, false);
 }
 
-GSC_API CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
+GSC_API CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
+                                         CUstream hStream)
 {
   return prefetch(devPtr, count, device_location(dstDevice), 0, hStream, true);
 }

@@ -31,7 +31,8 @@ void gsc_uncharge(int dev, uint64_t bytes)
 
 void *gsc_map(size_t len)
 {
-  void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *p =
+    mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
@@ -139,7 +140,8 @@ CUresult gsc_dev_alloc(struct CUctx_st *c, size_t size, enum gsc_mem_kind kind, 
  * placeholder back rather than unmapping the range. */
 static void vmm_unmap(struct gsc_alloc *a)
 {
-  mmap((void *) a->base, a->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  mmap((void *) a->base, a->size, PROT_NONE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   gsc_vmm_put(a->vmm);
 }
 
@@ -150,20 +152,11 @@ void gsc_alloc_free(struct gsc_alloc *a)
     munmap((void *) a->base, a->map_len);
   switch (a->kind) {
   case GSC_MEM_DEVICE:
-  case GSC_MEM_MANAGED:
-    gsc_uncharge(a->dev, a->size);
-    break;
-  case GSC_MEM_POOL:
-    gsc_pool_free_bytes(a->pool, a->size);
-    break;
-  case GSC_MEM_VMM:
-    vmm_unmap(a);
-    break;
-  case GSC_MEM_IPC:
-    gsc_ipc_gone(a);
-    break;
-  case GSC_MEM_HOST:
-    break;
+  case GSC_MEM_MANAGED: gsc_uncharge(a->dev, a->size); break;
+  case GSC_MEM_POOL: gsc_pool_free_bytes(a->pool, a->size); break;
+  case GSC_MEM_VMM: vmm_unmap(a); break;
+  case GSC_MEM_IPC: gsc_ipc_gone(a); break;
+  case GSC_MEM_HOST: break;
   }
   free(a);
 }
@@ -178,8 +171,8 @@ GSC_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 }
 
 /* Rows are padded to 512 bytes, the texture pitch alignment of the simulated boards. */
-GSC_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
-                                    unsigned int ElementSizeBytes)
+GSC_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                    size_t Height, unsigned int ElementSizeBytes)
 {
   struct CUctx_st *c;
   GSC_TRY(gsc_ctx_current(&c));
@@ -198,7 +191,8 @@ GSC_API CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
   GSC_ENTER();
   struct gsc_alloc *a = gsc_alloc_find((uintptr_t) dptr, 0);
-  if (!a || a->base != dptr || a->kind == GSC_MEM_HOST || a->kind == GSC_MEM_VMM || a->kind == GSC_MEM_IPC)
+  if (!a || a->base != dptr || a->kind == GSC_MEM_HOST || a->kind == GSC_MEM_VMM ||
+      a->kind == GSC_MEM_IPC)
     return CUDA_ERROR_INVALID_VALUE;
   gsc_alloc_free(a);
   return CUDA_SUCCESS;
@@ -245,8 +239,9 @@ GSC_API CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-GSC_API CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,
-                                 unsigned int Height, unsigned int ElementSizeBytes)
+GSC_API CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
+                                 unsigned int WidthInBytes, unsigned int Height,
+                                 unsigned int ElementSizeBytes)
 {
   (void) dptr, (void) pPitch, (void) WidthInBytes, (void) Height, (void) ElementSizeBytes;
   GSC_CHECK_INIT();
@@ -260,7 +255,8 @@ GSC_API CUresult cuMemFree(CUdeviceptr_v1 dptr)
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-GSC_API CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize, CUdeviceptr_v1 dptr)
+GSC_API CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize,
+                                      CUdeviceptr_v1 dptr)
 {
   (void) pbase, (void) psize, (void) dptr;
   GSC_CHECK_INIT();
@@ -280,12 +276,15 @@ GSC_API CUresult cuMemGetInfo(unsigned int *free_, unsigned int *total)
 
 /* ---- pointer attributes ---- */
 
-static CUresult pointer_attr(void *data, CUpointer_attribute attr, const struct gsc_alloc *a, CUdeviceptr p)
+static CUresult pointer_attr(void *data, CUpointer_attribute attr, const struct gsc_alloc *a,
+                             CUdeviceptr p)
 {
   bool host = a->kind == GSC_MEM_HOST;
   switch (attr) {
   case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *) data = a->ctx; break;
-  case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned int *) data = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE; break;
+  case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    *(unsigned int *) data = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    break;
   case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *) data = p; break;
   case CU_POINTER_ATTRIBUTE_HOST_POINTER:
     if (!host && a->kind != GSC_MEM_MANAGED)

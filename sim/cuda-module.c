@@ -39,7 +39,8 @@ static void func_free(void *p)
   gsc_obj_free(&f->obj);
 }
 
-static struct CUfunc_st *func_new(struct CUctx_st *c, struct CUmod_st *m, struct CUkern_st *k, const char *name)
+static struct CUfunc_st *func_new(struct CUctx_st *c, struct CUmod_st *m, struct CUkern_st *k,
+                                  const char *name)
 {
   struct CUfunc_st *f = calloc(1, sizeof(*f));
   if (!f)
@@ -100,8 +101,8 @@ static void module_free(void *p)
 {
   struct CUmod_st *m = p;
   GSC_FOREACH(o, GSC_FUNC)
-    if (((struct CUfunc_st *) o)->mod == m)
-      func_free((struct CUfunc_st *) o);
+  if (((struct CUfunc_st *) o)->mod == m)
+    func_free((struct CUfunc_st *) o);
   gsc_obj_free(&m->obj);
 }
 
@@ -123,7 +124,8 @@ GSC_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const cha
   struct CUmod_st *m = gsc_obj_find(hmod, GSC_MODULE);
   if (!m)
     return CUDA_ERROR_INVALID_HANDLE;
-  GSC_FOREACH(o, GSC_FUNC) {
+  GSC_FOREACH(o, GSC_FUNC)
+  {
     struct CUfunc_st *f = (struct CUfunc_st *) o;
     if (f->mod == m && strcmp(f->name, name) == 0) {
       *hfunc = f;
@@ -137,7 +139,8 @@ GSC_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const cha
   return CUDA_SUCCESS;
 }
 
-GSC_API CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+GSC_API CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+                                      const char *name)
 {
   (void) dptr;
   (void) bytes;
@@ -170,8 +173,8 @@ GSC_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_o
 static void kernel_free(struct CUkern_st *k)
 {
   GSC_FOREACH(o, GSC_FUNC)
-    if (((struct CUfunc_st *) o)->kern == k)
-      func_free((struct CUfunc_st *) o);
+  if (((struct CUfunc_st *) o)->kern == k)
+    func_free((struct CUfunc_st *) o);
   gsc_obj_free(&k->obj);
 }
 
@@ -179,15 +182,15 @@ static void library_free(void *p)
 {
   struct CUlib_st *l = p;
   GSC_FOREACH(o, GSC_KERNEL)
-    if (((struct CUkern_st *) o)->lib == l)
-      kernel_free((struct CUkern_st *) o);
+  if (((struct CUkern_st *) o)->lib == l)
+    kernel_free((struct CUkern_st *) o);
   gsc_obj_free(&l->obj);
 }
 
 void gsc_library_free_all(void)
 {
   GSC_FOREACH(o, GSC_LIBRARY)
-    library_free((struct CUlib_st *) o);
+  library_free((struct CUlib_st *) o);
 }
 
 GSC_API CUresult cuLibraryUnload(CUlibrary library)
@@ -202,7 +205,8 @@ GSC_API CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const 
   struct CUlib_st *l = gsc_obj_find(library, GSC_LIBRARY);
   if (!l)
     return CUDA_ERROR_INVALID_HANDLE;
-  GSC_FOREACH(o, GSC_KERNEL) {
+  GSC_FOREACH(o, GSC_KERNEL)
+  {
     struct CUkern_st *k = (struct CUkern_st *) o;
     if (k->lib == l && strcmp(k->name, name) == 0) {
       *pKernel = k;
@@ -224,7 +228,8 @@ static CUresult kernel_function(struct CUkern_st *k, struct CUfunc_st **out)
 {
   struct CUctx_st *c;
   GSC_TRY(gsc_ctx_current(&c));
-  GSC_FOREACH(o, GSC_FUNC) {
+  GSC_FOREACH(o, GSC_FUNC)
+  {
     struct CUfunc_st *f = (struct CUfunc_st *) o;
     if (f->kern == k && f->ctx == c) {
       *out = f;
@@ -284,10 +289,12 @@ GSC_API CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attri
   struct CUfunc_st *f;
   GSC_TRY(gsc_func_get(hfunc, &f));
   int optin = 0;
-  GSC_TRY(cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, f->ctx->dev));
+  GSC_TRY(cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                               f->ctx->dev));
   if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && value >= 0 && value <= optin)
     f->max_dyn_shared = value;
-  else if (attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT && value >= -1 && value <= 100)
+  else if (attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT && value >= -1 &&
+           value <= 100)
     f->carveout = value;
   else
     return CUDA_ERROR_INVALID_VALUE;

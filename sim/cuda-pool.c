@@ -51,7 +51,8 @@ void gsc_pool_trim(struct CUmemPoolHandle_st *p, uint64_t keep)
 
 void gsc_pools_settle(int dev)
 {
-  GSC_FOREACH(o, GSC_POOL) {
+  GSC_FOREACH(o, GSC_POOL)
+  {
     struct CUmemPoolHandle_st *p = (struct CUmemPoolHandle_st *) o;
     if (p->dev == dev)
       gsc_pool_trim(p, p->threshold);
@@ -112,7 +113,8 @@ static CUresult pool_alloc(struct CUmemPoolHandle_st *p, size_t size, CUdevicept
   return CUDA_SUCCESS;
 }
 
-static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream h, bool per_thread)
+static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream h,
+                            bool per_thread)
 {
   struct CUstream_st *s;
   GSC_CHECK_INIT();
@@ -122,7 +124,8 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, C
   GSC_TRY(gsc_stream_get(h, per_thread, &s));
   if (s->capture)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  struct CUmemPoolHandle_st *p = pool ? gsc_obj_find(pool, GSC_POOL) : gsc.current_pool[s->ctx->dev];
+  struct CUmemPoolHandle_st *p =
+    pool ? gsc_obj_find(pool, GSC_POOL) : gsc.current_pool[s->ctx->dev];
   if (!p)
     return CUDA_ERROR_INVALID_VALUE;
   return pool_alloc(p, size, dptr);
@@ -138,7 +141,8 @@ GSC_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstre
   return alloc_async(dptr, bytesize, NULL, hStream, true);
 }
 
-GSC_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+GSC_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                         CUstream hStream)
 {
   return pool ? alloc_async(dptr, bytesize, pool, hStream, false) : CUDA_ERROR_INVALID_VALUE;
 }
@@ -268,8 +272,7 @@ static CUresult pool_set(struct CUmemPoolHandle_st *p, CUmemPool_attribute attr,
     else
       p->used_high = p->used;
     return CUDA_SUCCESS;
-  default:
-    return CUDA_ERROR_INVALID_VALUE;
+  default: return CUDA_ERROR_INVALID_VALUE;
   }
 }
 

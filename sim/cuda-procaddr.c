@@ -12,14 +12,16 @@ struct proc_row {
   void *fn;
 };
 
-#define GS_CUDA_PROC(name, version, per_thread, symbol) { name, version, per_thread, (void *) symbol },
+#define GS_CUDA_PROC(name, version, per_thread, symbol) \
+  { name, version, per_thread, (void *) symbol },
 static const struct proc_row rows[] = {
 #include "cuda-procs.def"
 };
 #undef GS_CUDA_PROC
 
 #define ROW_COUNT (sizeof(rows) / sizeof(rows[0]))
-#define FLAGS_KNOWN (CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+#define FLAGS_KNOWN \
+  (CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
 
 /* The newest row of `name` not above `version` among rows with that per_thread value. */
 static const struct proc_row *newest(const char *name, int version, int per_thread, bool *known)
@@ -30,7 +32,8 @@ static const struct proc_row *newest(const char *name, int version, int per_thre
     if (strcmp(r->name, name) != 0)
       continue;
     *known = true;
-    if (r->per_thread == per_thread && r->version <= version && (!best || r->version > best->version))
+    if (r->per_thread == per_thread && r->version <= version &&
+        (!best || r->version > best->version))
       best = r;
   }
   return best;
@@ -50,13 +53,13 @@ static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64
   *pfn = r ? r->fn : NULL;
   if (status)
     *status = r ? CU_GET_PROC_ADDRESS_SUCCESS
-              : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
-                      : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+      : known   ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   return r ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
-GSC_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-                                     CUdriverProcAddressQueryResult *symbolStatus)
+GSC_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                     cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
 {
   return lookup(symbol, pfn, cudaVersion, flags, symbolStatus);
 }

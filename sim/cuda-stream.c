@@ -42,14 +42,15 @@ static struct CUstream_st *per_thread_stream(struct CUctx_st *c)
 {
   for (int i = 0; i < PER_THREAD_MAX; i++) {
     struct per_thread_entry *e = &tls_pt[i];
-    if (e->ctx == c && e->ctx_id == c->id && gsc_obj_find(e->s, GSC_STREAM) && e->s->ctx == c && e->s->per_thread)
+    if (e->ctx == c && e->ctx_id == c->id && gsc_obj_find(e->s, GSC_STREAM) && e->s->ctx == c &&
+        e->s->per_thread)
       return e->s;
   }
   struct CUstream_st *s = gsc_stream_new(c, CU_STREAM_DEFAULT, 0);
   if (!s)
     return NULL;
   s->per_thread = true;
-  tls_pt[tls_pt_next++ % PER_THREAD_MAX] = (struct per_thread_entry) { c, c->id, s };
+  tls_pt[tls_pt_next++ % PER_THREAD_MAX] = (struct per_thread_entry){ c, c->id, s };
   return s;
 }
 
@@ -81,7 +82,8 @@ uint64_t gsc_stream_ready_ns(const struct CUstream_st *s)
 {
   uint64_t t = s->tail_ns;
   if (s->legacy) {
-    GSC_FOREACH(o, GSC_STREAM) {
+    GSC_FOREACH(o, GSC_STREAM)
+    {
       const struct CUstream_st *other = (const struct CUstream_st *) o;
       if (other->ctx == s->ctx && blocking(other))
         t = gsc_max(t, other->tail_ns);
@@ -96,8 +98,8 @@ uint64_t gsc_ctx_tail_ns(const struct CUctx_st *c)
 {
   uint64_t t = 0;
   GSC_FOREACH(o, GSC_STREAM)
-    if (((const struct CUstream_st *) o)->ctx == c)
-      t = gsc_max(t, ((const struct CUstream_st *) o)->tail_ns);
+  if (((const struct CUstream_st *) o)->ctx == c)
+    t = gsc_max(t, ((const struct CUstream_st *) o)->tail_ns);
   return t;
 }
 
@@ -221,7 +223,8 @@ GSC_API CUresult cuStreamDestroy(CUstream hStream)
 
 /* ---- queries ---- */
 
-static CUresult stream_info(CUstream h, bool per_thread, int *priority, unsigned *flags, CUcontext *ctx)
+static CUresult stream_info(CUstream h, bool per_thread, int *priority, unsigned *flags,
+                            CUcontext *ctx)
 {
   struct CUstream_st *s;
   GSC_LOCKED;

@@ -45,7 +45,8 @@ void gsc_vmm_put(struct gsc_vmm *h)
 
 static CUresult prop_check(const CUmemAllocationProp *prop)
 {
-  if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+  if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
     return CUDA_ERROR_INVALID_VALUE;
   return gsc_dev_check(prop->location.id);
 }
@@ -54,7 +55,9 @@ GSC_API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemA
                                                CUmemAllocationGranularity_flags option)
 {
   GSC_CHECK_INIT();
-  if (!granularity || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+  if (!granularity ||
+      (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+       option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
     return CUDA_ERROR_INVALID_VALUE;
   GSC_TRY(prop_check(prop));
   *granularity = GSC_VMM_GRANULARITY;
@@ -68,7 +71,8 @@ GSC_API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemA
 int gsc_vmm_memfd(size_t size, const CUmemAllocationProp *prop)
 {
   char name[64];
-  snprintf(name, sizeof(name), GSC_VMM_MEMFD_NAME, prop->location.id, (unsigned) prop->requestedHandleTypes);
+  snprintf(name, sizeof(name), GSC_VMM_MEMFD_NAME, prop->location.id,
+           (unsigned) prop->requestedHandleTypes);
   int fd = memfd_create(name, MFD_CLOEXEC);
   if (fd >= 0 && ftruncate(fd, (off_t) size) < 0) {
     close(fd);
@@ -103,8 +107,8 @@ static struct gsc_vmm *vmm_new(size_t size, const CUmemAllocationProp *prop)
   return h;
 }
 
-GSC_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
-                             unsigned long long flags)
+GSC_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                             const CUmemAllocationProp *prop, unsigned long long flags)
 {
   GSC_CHECK_INIT();
   if (!handle || flags || size == 0 || size % GSC_VMM_GRANULARITY)
@@ -132,7 +136,8 @@ GSC_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
   return CUDA_SUCCESS;
 }
 
-GSC_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)
+GSC_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                        CUmemGenericAllocationHandle handle)
 {
   GSC_ENTER_OUT(prop);
   struct gsc_vmm *h = vmm_find(handle);
@@ -156,7 +161,8 @@ static struct reservation *reservation_holding(uintptr_t p, size_t len)
 static void *reserve_range(size_t size, size_t align, uintptr_t hint)
 {
   if (hint && hint % align == 0) {
-    void *p = mmap((void *) hint, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    void *p = mmap((void *) hint, size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (p != MAP_FAILED)
       return p;
   }
@@ -172,8 +178,8 @@ static void *reserve_range(size_t size, size_t align, uintptr_t hint)
   return start;
 }
 
-GSC_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
-                                     unsigned long long flags)
+GSC_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                     CUdeviceptr addr, unsigned long long flags)
 {
   GSC_CHECK_INIT();
   if (!ptr || flags || size == 0 || size % GSC_VMM_GRANULARITY || (alignment & (alignment - 1)))
@@ -214,8 +220,8 @@ GSC_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 
 /* ---- mappings ---- */
 
-GSC_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                          unsigned long long flags)
+GSC_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                          CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
   GSC_CHECK_INIT();
   if (flags || size == 0 || size % GSC_VMM_GRANULARITY || offset % GSC_VMM_GRANULARITY)
@@ -229,12 +235,17 @@ GSC_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
   struct gsc_alloc *a = calloc(1, sizeof(*a));
   if (!a)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  if (mmap((void *) ptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, h->fd, (off_t) offset) == MAP_FAILED) {
+  if (mmap((void *) ptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, h->fd,
+           (off_t) offset) == MAP_FAILED) {
     free(a);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  *a = (struct gsc_alloc) { .base = ptr, .size = size, .dev = h->dev, .kind = GSC_MEM_VMM, .vmm = h,
-                            .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+  *a = (struct gsc_alloc){ .base = ptr,
+                           .size = size,
+                           .dev = h->dev,
+                           .kind = GSC_MEM_VMM,
+                           .vmm = h,
+                           .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
   gsc_alloc_insert(a);
   h->refs++;
   return CUDA_SUCCESS;
@@ -265,19 +276,20 @@ GSC_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 static int prot_of(CUmemAccess_flags f)
 {
   return f == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
-         : f == CU_MEM_ACCESS_FLAGS_PROT_READ    ? PROT_READ
+    : f == CU_MEM_ACCESS_FLAGS_PROT_READ         ? PROT_READ
                                                  : PROT_NONE;
 }
 
-GSC_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+GSC_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                                size_t count)
 {
   GSC_CHECK_INIT();
   if (!desc || count == 0 || size == 0)
     return CUDA_ERROR_INVALID_VALUE;
   CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
   for (size_t i = 0; i < count; i++) {
-    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc[i].flags > CU_MEM_ACCESS_FLAGS_PROT_READWRITE ||
-        desc[i].flags == 2)
+    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        desc[i].flags > CU_MEM_ACCESS_FLAGS_PROT_READWRITE || desc[i].flags == 2)
       return CUDA_ERROR_INVALID_VALUE;
     GSC_TRY(gsc_dev_check(desc[i].location.id));
     /* One address space serves every device: the widest access asked for wins. */
@@ -301,7 +313,8 @@ GSC_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
   return CUDA_SUCCESS;
 }
 
-GSC_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
+GSC_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location,
+                                CUdeviceptr ptr)
 {
   GSC_CHECK_INIT();
   if (!flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE)

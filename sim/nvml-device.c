@@ -136,7 +136,8 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t 
 }
 
 /* Fills the fields that every PCI info layout shares, in the layout of nvmlPciInfo_t. */
-static void pci_fill(const struct gpusim_dev *dev, const struct gpusim_model *model, nvmlPciInfo_t *pci)
+static void pci_fill(const struct gpusim_dev *dev, const struct gpusim_model *model,
+                     nvmlPciInfo_t *pci)
 {
   memset(pci, 0, sizeof(*pci));
   pci->domain = 0;
@@ -145,9 +146,10 @@ static void pci_fill(const struct gpusim_dev *dev, const struct gpusim_model *mo
   pci->pciDeviceId = ((unsigned) model->pci_device_id << 16) | 0x10deu;
   /* The subsystem is the board vendor's; NVIDIA-built boards carry NVIDIA's id in the low half. */
   pci->pciSubSystemId = ((unsigned) model->pci_device_id << 16) | 0x10deu;
-  snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT, pci->domain, pci->bus,
+  snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT,
+           pci->domain, pci->bus, pci->device);
+  snprintf(pci->busId, sizeof(pci->busId), NVML_DEVICE_PCI_BUS_ID_FMT, pci->domain, pci->bus,
            pci->device);
-  snprintf(pci->busId, sizeof(pci->busId), NVML_DEVICE_PCI_BUS_ID_FMT, pci->domain, pci->bus, pci->device);
 }
 
 GPUSIM_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
@@ -187,7 +189,8 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfoLeg
   return pci_info_legacy(device, pci);
 }
 
-GPUSIM_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor)
+GPUSIM_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
+                                                           int *minor)
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
@@ -201,7 +204,8 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, 
 
 /* MIG exists on the GA100 and GH100 parts (compute capability 8.0 and 9.0), not on T4 or L4.
  * The simulator never partitions a device, so where MIG exists it is off. */
-GPUSIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode)
+GPUSIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
+                                             unsigned int *pendingMode)
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;

@@ -42,7 +42,8 @@ nvmlDevice_t gpusim_nvml_handle(unsigned int i)
   return &g_handles[i];
 }
 
-nvmlReturn_t gpusim_nvml_device(nvmlDevice_t device, struct gpusim_dev **dev, const struct gpusim_model **model)
+nvmlReturn_t gpusim_nvml_device(nvmlDevice_t device, struct gpusim_dev **dev,
+                                const struct gpusim_model **model)
 {
   nvmlReturn_t r = gpusim_nvml_ready();
   if (r != NVML_SUCCESS)

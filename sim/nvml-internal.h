@@ -32,7 +32,8 @@ nvmlDevice_t gpusim_nvml_handle(unsigned int i);
 
 /* Resolves a handle: NVML_SUCCESS with *dev (and, if model is non-NULL, *model) set, or the
  * error the real library gives for an uninitialized library or a bad handle. */
-nvmlReturn_t gpusim_nvml_device(nvmlDevice_t device, struct gpusim_dev **dev, const struct gpusim_model **model);
+nvmlReturn_t gpusim_nvml_device(nvmlDevice_t device, struct gpusim_dev **dev,
+                                const struct gpusim_model **model);
 /* The same, and NVML_ERROR_INVALID_ARGUMENT for a NULL out pointer: the check every query makes
  * after the device's, in that order, as NVML does. */
 nvmlReturn_t gpusim_nvml_device_arg(nvmlDevice_t device, const void *out, struct gpusim_dev **dev,

@@ -9,7 +9,8 @@
 #define POWER_IDLE_PERCENT 15u   /* of the board power limit */
 #define SM_CLOCK_IDLE_DIVISOR 5u /* an idle SM clock is a fifth of its maximum */
 
-GPUSIM_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+GPUSIM_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
+                                                 nvmlTemperatureSensors_t sensorType,
                                                  unsigned int *temp)
 {
   struct gpusim_dev *dev;
@@ -51,12 +52,14 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, u
   return power_limit(device, limit);
 }
 
-GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int *defaultLimit)
+GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device,
+                                                                 unsigned int *defaultLimit)
 {
   return power_limit(device, defaultLimit);
 }
 
-GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int *minLimit,
+GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device,
+                                                                     unsigned int *minLimit,
                                                                      unsigned int *maxLimit)
 {
   nvmlReturn_t r = power_limit(device, maxLimit);
@@ -82,7 +85,8 @@ static unsigned int clock_max(const struct gpusim_model *model, nvmlClockType_t 
   return 0;
 }
 
-GPUSIM_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
+GPUSIM_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                                  unsigned int *clock)
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
@@ -95,7 +99,8 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClock
 
 /* The memory clock is fixed; the SM and graphics clocks boost to their maximum whenever the
  * device ran anything in the last sample period and drop to an idle clock otherwise. */
-GPUSIM_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
+GPUSIM_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                               unsigned int *clock)
 {
   struct gpusim_dev *dev;
   const struct gpusim_model *model;

@@ -27,7 +27,8 @@ static unsigned int mem_util_of(unsigned int sm_util)
   return sm_util / 2;
 }
 
-GPUSIM_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
+GPUSIM_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
+                                                      nvmlUtilization_t *utilization)
 {
   struct gpusim_dev *dev;
   GSN_TRY(gpusim_nvml_device_arg(device, utilization, &dev, NULL));
@@ -69,8 +70,8 @@ static unsigned int procs_collect(int d, struct proc_entry *out)
  * the number of processes on return; too little room is NVML_ERROR_INSUFFICIENT_SIZE, so a
  * caller can ask with 0 (and infos NULL) to learn the size. Returns the number to write,
  * or -1 with *r set when nothing is to be written. */
-static int procs_begin(nvmlDevice_t device, unsigned int *infoCount, const void *infos, struct proc_entry *list,
-                       nvmlReturn_t *r)
+static int procs_begin(nvmlDevice_t device, unsigned int *infoCount, const void *infos,
+                       struct proc_entry *list, nvmlReturn_t *r)
 {
   struct gpusim_dev *dev;
   *r = gpusim_nvml_device(device, &dev, NULL);
@@ -92,46 +93,52 @@ static int procs_begin(nvmlDevice_t device, unsigned int *infoCount, const void 
 
 /* procs_begin with the list it fills: *list (free it) holds the returned number of
  * processes, or the answer is -1 with *r set. */
-static int procs_list(nvmlDevice_t device, unsigned int *infoCount, const void *infos, struct proc_entry **list,
-                      nvmlReturn_t *r)
+static int procs_list(nvmlDevice_t device, unsigned int *infoCount, const void *infos,
+                      struct proc_entry **list, nvmlReturn_t *r)
 {
   *list = calloc(GPUSIM_MAX_PROCS, sizeof(**list));
   *r = NVML_ERROR_MEMORY;
   return *list ? procs_begin(device, infoCount, infos, *list, r) : -1;
 }
 
-GPUSIM_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
+GPUSIM_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
+                                                             unsigned int *infoCount,
                                                              nvmlProcessInfo_v1_t *infos)
 {
   struct proc_entry *list;
   nvmlReturn_t r;
   int n = procs_list(device, infoCount, infos, &list, &r);
   for (int i = 0; i < n; i++)
-    infos[i] = (nvmlProcessInfo_v1_t) { .pid = list[i].pid, .usedGpuMemory = list[i].used };
+    infos[i] = (nvmlProcessInfo_v1_t){ .pid = list[i].pid, .usedGpuMemory = list[i].used };
   free(list);
   return r;
 }
 
 /* The v2 and v3 layouts are the same struct; only the symbol differs. */
-static nvmlReturn_t compute_procs_v2(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos)
+static nvmlReturn_t compute_procs_v2(nvmlDevice_t device, unsigned int *infoCount,
+                                     nvmlProcessInfo_v2_t *infos)
 {
   struct proc_entry *list;
   nvmlReturn_t r;
   int n = procs_list(device, infoCount, infos, &list, &r);
   for (int i = 0; i < n; i++)
-    infos[i] = (nvmlProcessInfo_v2_t) { .pid = list[i].pid, .usedGpuMemory = list[i].used,
-                                        .gpuInstanceId = 0xFFFFFFFFu, .computeInstanceId = 0xFFFFFFFFu }; /* no MIG */
+    infos[i] = (nvmlProcessInfo_v2_t){ .pid = list[i].pid,
+                                       .usedGpuMemory = list[i].used,
+                                       .gpuInstanceId = 0xFFFFFFFFu,
+                                       .computeInstanceId = 0xFFFFFFFFu }; /* no MIG */
   free(list);
   return r;
 }
 
-GPUSIM_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+GPUSIM_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                                unsigned int *infoCount,
                                                                 nvmlProcessInfo_v2_t *infos)
 {
   return compute_procs_v2(device, infoCount, infos);
 }
 
-GPUSIM_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+GPUSIM_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                unsigned int *infoCount,
                                                                 nvmlProcessInfo_t *infos)
 {
   return compute_procs_v2(device, infoCount, infos);
@@ -146,21 +153,24 @@ static nvmlReturn_t graphics_procs(nvmlDevice_t device, unsigned int *infoCount)
   return NVML_SUCCESS;
 }
 
-GPUSIM_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
+GPUSIM_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device,
+                                                              unsigned int *infoCount,
                                                               nvmlProcessInfo_v1_t *infos)
 {
   (void) infos;
   return graphics_procs(device, infoCount);
 }
 
-GPUSIM_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+GPUSIM_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device,
+                                                                 unsigned int *infoCount,
                                                                  nvmlProcessInfo_v2_t *infos)
 {
   (void) infos;
   return graphics_procs(device, infoCount);
 }
 
-GPUSIM_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+GPUSIM_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device,
+                                                                 unsigned int *infoCount,
                                                                  nvmlProcessInfo_t *infos)
 {
   (void) infos;
@@ -178,7 +188,8 @@ static uint64_t realtime_ns(void)
 
 /* The window a sample covers, in CLOCK_MONOTONIC: the last sample period, cut short at the
  * caller's last-seen timestamp (microseconds of CLOCK_REALTIME, as NVML's timestamps are). */
-static uint64_t sample_window_start(uint64_t now_mono, uint64_t now_real, unsigned long long last_seen_us)
+static uint64_t sample_window_start(uint64_t now_mono, uint64_t now_real,
+                                    unsigned long long last_seen_us)
 {
   uint64_t period = gpusim_util_period_ns();
   uint64_t from = now_mono > period ? now_mono - period : 0;
@@ -191,7 +202,8 @@ static uint64_t sample_window_start(uint64_t now_mono, uint64_t now_real, unsign
 }
 
 /* Fills out with one sample per live process that kept the device busy in the window. */
-static unsigned int samples_collect(int d, unsigned long long last_seen_us, nvmlProcessUtilizationSample_t *out)
+static unsigned int samples_collect(int d, unsigned long long last_seen_us,
+                                    nvmlProcessUtilizationSample_t *out)
 {
   struct gpusim_shared *s = gpusim_state(NULL);
   uint64_t now = gpusim_now_ns(), now_real = realtime_ns();

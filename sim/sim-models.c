@@ -10,12 +10,12 @@
 #define MIB (1024ULL * 1024ULL)
 
 const struct gpusim_model gpusim_models[] = {
-  { "t4",         "Tesla T4",              15360 * MIB,  40, 7, 5, 0x1eb8,  70000, 1590, 5001 },
-  { "l4",         "NVIDIA L4",             23034 * MIB,  58, 8, 9, 0x27b8,  72000, 2040, 6251 },
-  { "a100-40gb",  "NVIDIA A100-SXM4-40GB", 40960 * MIB, 108, 8, 0, 0x20b0, 400000, 1410, 1215 },
-  { "a100-80gb",  "NVIDIA A100-SXM4-80GB", 81920 * MIB, 108, 8, 0, 0x20b2, 400000, 1410, 1593 },
-  { "h100-80gb",  "NVIDIA H100 80GB HBM3", 81559 * MIB, 132, 9, 0, 0x2330, 700000, 1980, 2619 },
-  { "h200-141gb", "NVIDIA H200",          143771 * MIB, 132, 9, 0, 0x2335, 700000, 1980, 3201 },
+  { "t4", "Tesla T4", 15360 * MIB, 40, 7, 5, 0x1eb8, 70000, 1590, 5001 },
+  { "l4", "NVIDIA L4", 23034 * MIB, 58, 8, 9, 0x27b8, 72000, 2040, 6251 },
+  { "a100-40gb", "NVIDIA A100-SXM4-40GB", 40960 * MIB, 108, 8, 0, 0x20b0, 400000, 1410, 1215 },
+  { "a100-80gb", "NVIDIA A100-SXM4-80GB", 81920 * MIB, 108, 8, 0, 0x20b2, 400000, 1410, 1593 },
+  { "h100-80gb", "NVIDIA H100 80GB HBM3", 81559 * MIB, 132, 9, 0, 0x2330, 700000, 1980, 2619 },
+  { "h200-141gb", "NVIDIA H200", 143771 * MIB, 132, 9, 0, 0x2335, 700000, 1980, 3201 },
 };
 const size_t gpusim_model_count = sizeof(gpusim_models) / sizeof(gpusim_models[0]);
 
@@ -65,7 +65,8 @@ static int parse_token(const char *tok, size_t len, int *model, char *err, size_
     goto bad;
   return (int) n;
 bad:
-  snprintf(err, errlen, "GPUSLICE_SIM: bad count in '%.*s' (want 1..%d)", (int) len, tok, GPUSIM_MAX_DEVICES);
+  snprintf(err, errlen, "GPUSLICE_SIM: bad count in '%.*s' (want 1..%d)", (int) len, tok,
+           GPUSIM_MAX_DEVICES);
   return -1;
 }
 
@@ -127,6 +128,7 @@ void gpusim_uuid(int model, int index, char *buf, size_t len)
   snprintf(seed, sizeof(seed), "%s/%d", gpusim_models[model].key, index);
   uint64_t a = fnv1a(seed, 0xcbf29ce484222325ULL);
   uint64_t b = fnv1a(seed, a ^ 0x9e3779b97f4a7c15ULL);
-  snprintf(buf, len, "GPU-%08x-%04x-%04x-%04x-%012llx", (unsigned) (a >> 32), (unsigned) (a >> 16) & 0xffff,
-           (unsigned) a & 0xffff, (unsigned) (b >> 48), (unsigned long long) (b & 0xffffffffffffULL));
+  snprintf(buf, len, "GPU-%08x-%04x-%04x-%04x-%012llx", (unsigned) (a >> 32),
+           (unsigned) (a >> 16) & 0xffff, (unsigned) a & 0xffff, (unsigned) (b >> 48),
+           (unsigned long long) (b & 0xffffffffffffULL));
 }

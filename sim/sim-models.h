@@ -9,12 +9,12 @@
 #define GPUSIM_MAX_DEVICES 16
 
 struct gpusim_model {
-  const char *key;          /* the token used in GPUSLICE_SIM, e.g. "h100-80gb" */
-  const char *name;         /* the marketing name the driver reports */
-  uint64_t mem_bytes;       /* framebuffer size as NVML reports it */
+  const char *key;    /* the token used in GPUSLICE_SIM, e.g. "h100-80gb" */
+  const char *name;   /* the marketing name the driver reports */
+  uint64_t mem_bytes; /* framebuffer size as NVML reports it */
   int sm_count;
-  int cc_major, cc_minor;   /* compute capability */
-  uint16_t pci_device_id;   /* PCI device id; the vendor is always 0x10de */
+  int cc_major, cc_minor; /* compute capability */
+  uint16_t pci_device_id; /* PCI device id; the vendor is always 0x10de */
   unsigned power_limit_mw;
   unsigned sm_clock_max_mhz;
   unsigned mem_clock_mhz;

@@ -149,8 +149,8 @@ static const char *state_check(const struct gpusim_shared *s, const char *spec, 
   if (s->magic != GPUSIM_MAGIC)
     snprintf(g_err, sizeof(g_err), "state file %s is not a gpusim state file", path);
   else if (s->version != GPUSIM_VERSION || s->size != sizeof(*s))
-    snprintf(g_err, sizeof(g_err), "state file %s has version %u size %u, want version %u size %zu", path,
-             s->version, s->size, GPUSIM_VERSION, sizeof(*s));
+    snprintf(g_err, sizeof(g_err), "state file %s has version %u size %u, want version %u size %zu",
+             path, s->version, s->size, GPUSIM_VERSION, sizeof(*s));
   else if (strncmp(s->spec, spec, sizeof(s->spec)) != 0)
     snprintf(g_err, sizeof(g_err), "state file %s describes '%s', not '%s'", path, s->spec, spec);
   else
@@ -158,7 +158,8 @@ static const char *state_check(const struct gpusim_shared *s, const char *spec, 
   return g_err;
 }
 
-static struct gpusim_shared *state_map(const char *path, const char *spec, const int *models, int ndev)
+static struct gpusim_shared *state_map(const char *path, const char *spec, const int *models,
+                                       int ndev)
 {
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -178,8 +179,8 @@ static struct gpusim_shared *state_map(const char *path, const char *spec, const
     goto out;
   }
   if (!fresh && (size_t) st.st_size != sizeof(*s)) {
-    snprintf(g_err, sizeof(g_err), "state file %s has size %lld, want %zu", path, (long long) st.st_size,
-             sizeof(*s));
+    snprintf(g_err, sizeof(g_err), "state file %s has size %lld, want %zu", path,
+             (long long) st.st_size, sizeof(*s));
     goto out;
   }
   s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -209,7 +210,8 @@ static void state_open(void)
   char path[4096];
 
   if (!spec) {
-    snprintf(g_err, sizeof(g_err), "GPUSLICE_SIM is not set; it lists the simulated devices, e.g. h100-80gb:2,t4");
+    snprintf(g_err, sizeof(g_err),
+             "GPUSLICE_SIM is not set; it lists the simulated devices, e.g. h100-80gb:2,t4");
     return;
   }
   int ndev = gpusim_spec_parse(spec, models, g_err, sizeof(g_err));
@@ -219,8 +221,8 @@ static void state_open(void)
     snprintf(g_err, sizeof(g_err), "GPUSLICE_SIM: longer than 255 characters");
     return;
   }
-  snprintf(path, sizeof(path), "%s/gpusim-%u-%016llx", dir && *dir ? dir : "/dev/shm", (unsigned) getuid(),
-           (unsigned long long) fnv1a(spec));
+  snprintf(path, sizeof(path), "%s/gpusim-%u-%016llx", dir && *dir ? dir : "/dev/shm",
+           (unsigned) getuid(), (unsigned long long) fnv1a(spec));
   g_state = state_map(path, spec, models, ndev);
 }
 
@@ -385,7 +387,8 @@ uint64_t gpusim_exec_schedule(int d, uint64_t not_before_ns, uint64_t dur_ns, ui
   exec_lock(dev);
   uint64_t s = dev->busy_until_ns > not_before_ns ? dev->busy_until_ns : not_before_ns;
   uint64_t e = s + dur_ns;
-  struct gpusim_interval *last = dev->ring_count ? &dev->ring[(dev->ring_count - 1) % GPUSIM_RING] : NULL;
+  struct gpusim_interval *last =
+    dev->ring_count ? &dev->ring[(dev->ring_count - 1) % GPUSIM_RING] : NULL;
   /* Back-to-back work of one process is one interval, so a saturated device needs few entries. */
   if (last && last->pid == pid && last->end_ns == s) {
     last->end_ns = e;

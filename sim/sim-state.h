@@ -37,14 +37,15 @@ struct gpusim_interval {
 };
 
 struct gpusim_dev {
-  int32_t model;                 /* index into gpusim_models */
+  int32_t model; /* index into gpusim_models */
   int32_t index;
   uint64_t total_bytes;
-  _Atomic uint64_t used_bytes;   /* written under mem_lock, read by anyone */
-  pthread_mutex_t mem_lock;      /* robust and process-shared */
-  pthread_mutex_t exec_lock;     /* robust and process-shared; guards the timeline below */
-  uint64_t busy_until_ns;        /* end of the last interval handed out */
-  uint64_t ring_count;           /* intervals ever appended; ring[(ring_count - 1) % GPUSIM_RING] is the newest */
+  _Atomic uint64_t used_bytes; /* written under mem_lock, read by anyone */
+  pthread_mutex_t mem_lock;    /* robust and process-shared */
+  pthread_mutex_t exec_lock;   /* robust and process-shared; guards the timeline below */
+  uint64_t busy_until_ns;      /* end of the last interval handed out */
+  uint64_t
+    ring_count; /* intervals ever appended; ring[(ring_count - 1) % GPUSIM_RING] is the newest */
   struct gpusim_interval ring[GPUSIM_RING];
 };
 
@@ -53,8 +54,8 @@ enum { GPUSIM_SLOT_FREE = 0, GPUSIM_SLOT_CLAIMING, GPUSIM_SLOT_LIVE, GPUSIM_SLOT
 struct gpusim_proc {
   _Atomic uint32_t state;
   int32_t pid;
-  uint64_t start_time;                    /* from /proc/<pid>/stat, so a reused pid is a new process */
-  uint64_t used[GPUSIM_MAX_DEVICES];      /* under the device's mem_lock */
+  uint64_t start_time;               /* from /proc/<pid>/stat, so a reused pid is a new process */
+  uint64_t used[GPUSIM_MAX_DEVICES]; /* under the device's mem_lock */
   _Atomic uint32_t contexts[GPUSIM_MAX_DEVICES];
 };
 
@@ -74,8 +75,10 @@ struct gpusim_shared {
  * are counted in GPUSIM_MUTEX (40 bytes on x86-64 glibc); the file is only ever shared
  * between processes of one machine. */
 #define GPUSIM_MUTEX sizeof(pthread_mutex_t)
-_Static_assert(GPUSIM_MUTEX % 8 == 0, "pthread_mutex_t is not a multiple of 8 bytes: recount the pins");
-_Static_assert(sizeof(struct gpusim_interval) == 24, "gpusim_interval changed: bump GPUSIM_VERSION");
+_Static_assert(GPUSIM_MUTEX % 8 == 0,
+               "pthread_mutex_t is not a multiple of 8 bytes: recount the pins");
+_Static_assert(sizeof(struct gpusim_interval) == 24,
+               "gpusim_interval changed: bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_interval, end_ns) == 8, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_interval, pid) == 16, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_dev, index) == 4, "bump GPUSIM_VERSION");
@@ -83,10 +86,13 @@ _Static_assert(offsetof(struct gpusim_dev, total_bytes) == 8, "bump GPUSIM_VERSI
 _Static_assert(offsetof(struct gpusim_dev, used_bytes) == 16, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_dev, mem_lock) == 24, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_dev, exec_lock) == 24 + GPUSIM_MUTEX, "bump GPUSIM_VERSION");
-_Static_assert(offsetof(struct gpusim_dev, busy_until_ns) == 24 + 2 * GPUSIM_MUTEX, "bump GPUSIM_VERSION");
-_Static_assert(offsetof(struct gpusim_dev, ring_count) == 32 + 2 * GPUSIM_MUTEX, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_dev, busy_until_ns) == 24 + 2 * GPUSIM_MUTEX,
+               "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_dev, ring_count) == 32 + 2 * GPUSIM_MUTEX,
+               "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_dev, ring) == 40 + 2 * GPUSIM_MUTEX, "bump GPUSIM_VERSION");
-_Static_assert(sizeof(struct gpusim_dev) == 40 + 2 * GPUSIM_MUTEX + 4096 * 24, "gpusim_dev changed: bump GPUSIM_VERSION");
+_Static_assert(sizeof(struct gpusim_dev) == 40 + 2 * GPUSIM_MUTEX + 4096 * 24,
+               "gpusim_dev changed: bump GPUSIM_VERSION");
 _Static_assert(sizeof(struct gpusim_proc) == 208, "gpusim_proc changed: bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_proc, pid) == 4, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_proc, start_time) == 8, "bump GPUSIM_VERSION");
@@ -97,7 +103,8 @@ _Static_assert(offsetof(struct gpusim_shared, size) == 12, "bump GPUSIM_VERSION"
 _Static_assert(offsetof(struct gpusim_shared, ndev) == 16, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_shared, spec) == 24, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_shared, dev) == 280, "bump GPUSIM_VERSION");
-_Static_assert(offsetof(struct gpusim_shared, proc) == 280 + 16 * sizeof(struct gpusim_dev), "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_shared, proc) == 280 + 16 * sizeof(struct gpusim_dev),
+               "bump GPUSIM_VERSION");
 _Static_assert(sizeof(struct gpusim_shared) == 280 + 16 * sizeof(struct gpusim_dev) + 1024 * 208,
                "gpusim_shared changed: bump GPUSIM_VERSION");
 
@@ -140,20 +147,20 @@ uint64_t gpusim_proc_start_time(pid_t pid);
 /* Prints one line, "gpusim: <message>", to stderr. */
 void gpusim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same, at most once per call site, for diagnostics that a loop would repeat. */
-#define GPUSIM_WARN_ONCE(...)                                        \
-  do {                                                               \
-    static atomic_bool warned_;                                      \
-    if (!atomic_exchange(&warned_, true))                            \
-      gpusim_warn(__VA_ARGS__);                                      \
+#define GPUSIM_WARN_ONCE(...)             \
+  do {                                    \
+    static atomic_bool warned_;           \
+    if (!atomic_exchange(&warned_, true)) \
+      gpusim_warn(__VA_ARGS__);           \
   } while (0)
 
 /* Returns from the calling function with expr's result unless that is ok: the CUDA and NVML
  * libraries' GSC_TRY and GSN_TRY, each for its own result type. */
-#define GPUSIM_TRY(type, ok, expr)              \
-  do {                                          \
-    type r_ = (expr);                           \
-    if (r_ != (ok))                             \
-      return r_;                                \
+#define GPUSIM_TRY(type, ok, expr) \
+  do {                             \
+    type r_ = (expr);              \
+    if (r_ != (ok))                \
+      return r_;                   \
   } while (0)
 
 #endif

@@ -46,7 +46,7 @@ enum { GS_ROW_FREE = 0, GS_ROW_CLAIMING, GS_ROW_LIVE };
 
 struct gs_board_row {
   _Atomic uint32_t state;
-  _Atomic uint32_t weight_ppm;   /* the tenant's --compute in millionths, 0 for none */
+  _Atomic uint32_t weight_ppm; /* the tenant's --compute in millionths, 0 for none */
   char tenant[GS_LEDGER_NAME_MAX];
   _Atomic uint32_t policy;       /* enum gs_compute_policy */
   _Atomic uint32_t priority;     /* enum gs_priority */
@@ -63,11 +63,11 @@ struct gs_board {
   uint32_t version;
   uint32_t size;
   char uuid[GS_BOARD_UUID_MAX];
-  _Atomic uint32_t slice_ms;     /* the turn's length on this GPU */
-  _Atomic uint32_t seq;          /* futex word: bumped whenever the turn is given back or wanted */
-  _Atomic uint64_t turn;         /* 0 when free, else GS_TURN(row, pid, gen) */
+  _Atomic uint32_t slice_ms; /* the turn's length on this GPU */
+  _Atomic uint32_t seq;      /* futex word: bumped whenever the turn is given back or wanted */
+  _Atomic uint64_t turn;     /* 0 when free, else GS_TURN(row, pid, gen) */
   _Atomic uint32_t gen;
-  _Atomic uint32_t rows_used;    /* one past the highest row ever claimed: where scans stop */
+  _Atomic uint32_t rows_used; /* one past the highest row ever claimed: where scans stop */
   _Atomic uint64_t turn_start_ns;
   _Atomic uint64_t holder_active_ns; /* UINT64_MAX while the holder is synchronizing */
   struct gs_board_row row[GS_BOARD_ROWS];
@@ -86,7 +86,8 @@ _Static_assert(offsetof(struct gs_board_row, credit_ns) == 96, "bump GS_BOARD_VE
 _Static_assert(offsetof(struct gs_board_row, credit_at_ns) == 104, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board_row, waiting_ns) == 112, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board_row, active_ns) == 120, "bump GS_BOARD_VERSION");
-_Static_assert(sizeof(struct gs_board) == 152 + 128 * 1024, "gs_board changed: bump GS_BOARD_VERSION");
+_Static_assert(sizeof(struct gs_board) == 152 + 128 * 1024,
+               "gs_board changed: bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, version) == 8, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, size) == 12, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, uuid) == 16, "bump GS_BOARD_VERSION");
@@ -101,7 +102,8 @@ _Static_assert(offsetof(struct gs_board, row) == 152, "bump GS_BOARD_VERSION");
 
 /* A turn word: the holder's pid in bits 0-31, its row in bits 32-41, a generation above. */
 #define GS_TURN_GEN_MASK 0x3fffffu
-#define GS_TURN(row, pid, gen) (((uint64_t) (gen) << 42) | ((uint64_t) (row) << 32) | (uint32_t) (pid))
+#define GS_TURN(row, pid, gen) \
+  (((uint64_t) (gen) << 42) | ((uint64_t) (row) << 32) | (uint32_t) (pid))
 #define GS_TURN_ROW(t) ((int) (((t) >> 32) & 0x3ff))
 #define GS_TURN_PID(t) ((pid_t) ((t) &0xffffffffu))
 _Static_assert(GS_BOARD_ROWS <= 0x3ff + 1, "a row must fit the turn word's 10 bits");

@@ -77,7 +77,7 @@ struct gs_cost_share {
   double idle_cost; /* (allocated - used) x price: allocated but unused */
 };
 struct gs_cost_totals {
-  double capacity_cost;    /* capacity x price */
+  double capacity_cost; /* capacity x price */
   double used_cost, idle_cost;
   double unallocated_cost; /* (capacity - sum allocated) x price, never below 0 */
 };

@@ -21,11 +21,11 @@ typedef struct gs_error_s *gs_error_t;
  * site can read `return gs_make_error(err, errno, "open '%s'", path);`.
  * Never aborts: without memory it stores a static "out of memory" error instead. */
 int gs_make_error(gs_error_t *err, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+  __attribute__((format(printf, 3, 4)));
 /* gs_make_error for a caller that has its own arguments as a va_list (a helper that puts
  * context around the message, with gs_error_prepend). */
 int gs_make_errorv(gs_error_t *err, int status, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
+  __attribute__((format(printf, 3, 0)));
 
 /* Prepends "<context>: " to the message in *err. Returns -1. With no error in *err it
  * makes one with status 0 from the context alone. */

@@ -35,17 +35,18 @@ struct gs_limits {
   uint32_t version;
   uint32_t size;
   char name[GS_LEDGER_NAME_MAX];
-  uint32_t uid;                      /* the tenant's owner; the interposer checks it is its own */
-  int32_t owner_pid;                 /* the tenant's `gpuslice run`, as in its ledger */
+  uint32_t uid;      /* the tenant's owner; the interposer checks it is its own */
+  int32_t owner_pid; /* the tenant's `gpuslice run`, as in its ledger */
   uint64_t owner_start_time;
-  uint64_t ledger_created_unix_ns;   /* which instance of the name these limits are for */
+  uint64_t ledger_created_unix_ns; /* which instance of the name these limits are for */
   uint64_t registered_unix_ns;
   char ledger_dir[1024];             /* the state dir that holds the tenant's ledger */
   char labels[GS_LEDGER_LABELS_MAX]; /* "k=v" lines, as the ledger's */
   _Atomic uint64_t generation;       /* bumped after every change */
   _Atomic uint64_t limit_bytes[GS_LEDGER_MAX_GPUS]; /* GS_LIMIT_NONE when unlimited */
-  _Atomic uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];   /* what was asked when it was a percentage; 0 otherwise */
-  struct gs_ledger_compute compute;                  /* limit_ppm (0: none), policy, priority, slice_ms */
+  _Atomic uint32_t
+    limit_ppm[GS_LEDGER_MAX_GPUS];  /* what was asked when it was a percentage; 0 otherwise */
+  struct gs_ledger_compute compute; /* limit_ppm (0: none), policy, priority, slice_ms */
   /* The memory limit an admin set, per GPU: the tenant's owner may lower its limit but not
    * raise it past this (GS_LIMIT_NONE: no ceiling). Only the daemon reads it. */
   _Atomic uint64_t ceiling_bytes[GS_LEDGER_MAX_GPUS];
@@ -79,12 +80,13 @@ int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_
  * whole new one. The file is mode 0640, group gid (when the caller may give it; else its
  * own), with read for the tenant's owner (init->uid) by POSIX ACL; 0644 on a file system
  * without ACLs. Maps it read-write into *out for later changes. */
-int gs_limits_create(const char *dir, const struct gs_limits *init, gid_t gid, struct gs_limits **out,
-                     gs_error_t *err);
+int gs_limits_create(const char *dir, const struct gs_limits *init, gid_t gid,
+                     struct gs_limits **out, gs_error_t *err);
 
 /* Maps an existing limits file, read-only unless writable. Checks magic, version, size,
  * and that neither group nor others may write it. */
-int gs_limits_open(const char *dir, const char *name, bool writable, struct gs_limits **out, gs_error_t *err);
+int gs_limits_open(const char *dir, const char *name, bool writable, struct gs_limits **out,
+                   gs_error_t *err);
 void gs_limits_close(struct gs_limits *lim);
 int gs_limits_remove(const char *dir, const char *name, gs_error_t *err);
 
@@ -101,7 +103,8 @@ uint64_t gs_limit_resolve(uint64_t bytes, uint32_t ppm, uint64_t total);
 void gs_limits_init(struct gs_limits *lim, const struct gs_ledger_copy *l, const char *ledger_dir,
                     const char *labels);
 /* Sets gpu's memory limit: bytes, or ppm (when not 0) of the GPU's total bytes (0: unknown). */
-void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t ppm, uint64_t total);
+void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t ppm,
+                        uint64_t total);
 /* Makes gpu's memory limit, as it is now, the ceiling its owner may not raise it past. */
 void gs_limits_set_ceiling(struct gs_limits *lim, int gpu);
 /* Sets the compute limits that are not NULL. */
@@ -125,7 +128,8 @@ const char *gs_priority_name(uint32_t priority);     /* "normal", "low", "high" 
 
 /* Calls fn(key, value, data) for each "k=v" line of labels (the labels of a ledger or a
  * limits file); lines without '=' are skipped. */
-void gs_labels_foreach(const char *labels, void (*fn)(const char *key, const char *value, void *data), void *data);
+void gs_labels_foreach(const char *labels,
+                       void (*fn)(const char *key, const char *value, void *data), void *data);
 /* Fails, naming the first label (its bad bytes shown as '?'), when a key or value of labels
  * is not valid UTF-8: the API's JSON could not carry it. */
 int gs_labels_check_utf8(const char *labels, gs_error_t *err);

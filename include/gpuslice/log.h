@@ -24,12 +24,12 @@ int gs_log_level_parse(const char *s);
 void gs_log_init_from_env(void);
 
 void gs__log(int level, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+  __attribute__((format(printf, 4, 5)));
 
-#define GS_LOG(level, ...)                                 \
-  do {                                                     \
-    if ((level) <= gs_log_level)                           \
-      gs__log((level), __FILE__, __LINE__, __VA_ARGS__);   \
+#define GS_LOG(level, ...)                               \
+  do {                                                   \
+    if ((level) <= gs_log_level)                         \
+      gs__log((level), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 
 #endif

@@ -40,18 +40,19 @@ enum {
 };
 
 struct gs_opt {
-  const char *name;   /* the long option without its dashes; a config key has '_' for '-' */
-  char letter;        /* the short option, or 0 */
-  const char *arg;    /* the value's name in --help, e.g. SIZE; NULL: takes no value */
+  const char *name; /* the long option without its dashes; a config key has '_' for '-' */
+  char letter;      /* the short option, or 0 */
+  const char *arg;  /* the value's name in --help, e.g. SIZE; NULL: takes no value */
   enum gs_opt_kind kind;
-  size_t offset;      /* where the value goes in the options struct */
-  const char *def;    /* the default, as it would be typed; NULL: none (the struct's zero) */
-  const char *help;   /* one or two sentences, for --help, the docs and the man page */
-  double min, max;    /* INT, DOUBLE, PERCENT: the bounds, inclusive (see GS_OPT_ABOVE_MIN) */
-  const char *const *choices;                                 /* ENUM: NULL-terminated */
+  size_t offset;    /* where the value goes in the options struct */
+  const char *def;  /* the default, as it would be typed; NULL: none (the struct's zero) */
+  const char *help; /* one or two sentences, for --help, the docs and the man page */
+  double min, max;  /* INT, DOUBLE, PERCENT: the bounds, inclusive (see GS_OPT_ABOVE_MIN) */
+  const char *const *choices;                                /* ENUM: NULL-terminated */
   int (*parse)(void *dst, const char *arg, gs_error_t *err); /* CALL: 0, or -1 with err */
-  const char *want;   /* what a bad value is told to be ("a number > 0"); NULL: from kind and bounds */
-  const char *env;    /* the environment variable that sets it (config tables), or NULL */
+  const char
+    *want;         /* what a bad value is told to be ("a number > 0"); NULL: from kind and bounds */
+  const char *env; /* the environment variable that sets it (config tables), or NULL */
   const char *(*def_now)(void); /* a default known only at run time; def is then what docs show */
   bool (*valid)(const char *value); /* STRING: a value it refuses is a bad value (told `want`) */
   unsigned flags;
@@ -77,7 +78,10 @@ struct gs_opt_table {
 #define GS_OPT_COUNT(a) ((int) (sizeof(a) / sizeof((a)[0])))
 /* A table's .opts and .nopts, from one array of entries. */
 #define GS_OPT_ENTRIES(a) .opts = (a), .nopts = GS_OPT_COUNT(a)
-#define GS_OPT_HELP_ENTRY { .name = "help", .letter = 'h', .kind = GS_OPT_HELP, .help = "Show this help and exit" }
+#define GS_OPT_HELP_ENTRY                                                                 \
+  {                                                                                       \
+    .name = "help", .letter = 'h', .kind = GS_OPT_HELP, .help = "Show this help and exit" \
+  }
 
 /* What gs_opt_parse found. */
 enum { GS_OPT_GO_ON = 0, GS_OPT_HELP_ASKED = 1 };
@@ -89,10 +93,12 @@ int gs_opt_defaults(const struct gs_opt_table *t, void *dst, gs_error_t *err);
  * GS_OPT_GO_ON with *next the index of the first operand, GS_OPT_HELP_ASKED, or -1 with err
  * ("--frobnicate: unknown option (see gpuslice run --help)"). Defaults are not set here.
  * After a GS_OPT_STOP option it returns GS_OPT_GO_ON at once, *next just after it. */
-int gs_opt_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv, int *next, gs_error_t *err);
+int gs_opt_parse(const struct gs_opt_table *t, void *dst, int argc, char **argv, int *next,
+                 gs_error_t *err);
 /* Sets one option from text; `from` prefixes the error ("option", "FILE:LINE", an env var):
  * NULL gives "--name 'value': want ...". Returns 0, or -1 with err. */
-int gs_opt_set(const struct gs_opt *o, void *dst, const char *value, const char *from, gs_error_t *err);
+int gs_opt_set(const struct gs_opt *o, void *dst, const char *value, const char *from,
+               gs_error_t *err);
 /* The entry named name, as a long option ("socket-mode") or a config key ("socket_mode"). */
 const struct gs_opt *gs_opt_find(const struct gs_opt_table *t, const char *name);
 /* Frees the copies GS_OPT_OWNED strings hold, and sets them to NULL. */
@@ -104,7 +110,8 @@ const char *gs_opt_default(const struct gs_opt *o);
 
 /* Reads `key value` lines (an '=' between is allowed; '#' starts a comment) into dst. A
  * missing file is no error unless must. Returns 0, or -1 with err naming FILE:LINE. */
-int gs_opt_load_file(const struct gs_opt_table *t, void *dst, const char *path, bool must, gs_error_t *err);
+int gs_opt_load_file(const struct gs_opt_table *t, void *dst, const char *path, bool must,
+                     gs_error_t *err);
 /* Sets every option whose environment variable is set and not empty. Returns 0, or -1. */
 int gs_opt_load_env(const struct gs_opt_table *t, void *dst, gs_error_t *err);
 /* Writes the config key of o: its name with '_' for '-'. */

@@ -49,9 +49,9 @@ struct gs_place_victim {
 };
 
 struct gs_place_outcome {
-  bool placed;   /* every request of the submission placed, or none */
-  bool in_quota; /* the submission counted against its queue's guarantee */
-  size_t n;      /* requests placed: the submission's n, or 0 */
+  bool placed;                     /* every request of the submission placed, or none */
+  bool in_quota;                   /* the submission counted against its queue's guarantee */
+  size_t n;                        /* requests placed: the submission's n, or 0 */
   uint64_t ids[GS_PLACE_GANG_MAX]; /* for gs_place_sched_finish */
   struct gs_place_choice choices[GS_PLACE_GANG_MAX];
   size_t n_victims; /* pods preempted to make room (0 when rejected) */

@@ -15,9 +15,9 @@
 
 #include <gpuslice/error.h>
 
-#define GS_PLACE_MAX_GPUS 16    /* GPUs per node */
-#define GS_PLACE_MAX_MODELS 32  /* distinct GPU models per cluster: one bit each in a mask */
-#define GS_PLACE_MILLI 1000     /* one whole GPU, in GPU-milli */
+#define GS_PLACE_MAX_GPUS 16   /* GPUs per node */
+#define GS_PLACE_MAX_MODELS 32 /* distinct GPU models per cluster: one bit each in a mask */
+#define GS_PLACE_MILLI 1000    /* one whole GPU, in GPU-milli */
 #define GS_PLACE_ANY_MODEL UINT32_MAX
 
 struct gs_place_node_spec {
@@ -29,7 +29,7 @@ struct gs_place_node_spec {
 };
 
 struct gs_place_request {
-  const char *name;     /* for messages only; may be NULL */
+  const char *name; /* for messages only; may be NULL */
   int64_t cpu_milli;
   int64_t mem_mib;
   int num_gpu;          /* 0..GS_PLACE_MAX_GPUS */
@@ -96,8 +96,8 @@ void gs_place_set_tie_seed(gs_place_cluster_t *c, uint64_t seed);
 
 /* Chooses a node for r without changing the cluster. Returns 1 and fills *out, or 0 when
  * the request fits nowhere. r->model_mask must be bound to this cluster. */
-int gs_place_decide(gs_place_cluster_t *c, enum gs_place_policy p,
-                    const struct gs_place_request *r, struct gs_place_choice *out);
+int gs_place_decide(gs_place_cluster_t *c, enum gs_place_policy p, const struct gs_place_request *r,
+                    struct gs_place_choice *out);
 /* Takes r's resources on the chosen node. The choice must come from gs_place_decide on the
  * cluster's current state. */
 void gs_place_commit(gs_place_cluster_t *c, const struct gs_place_request *r,
@@ -114,7 +114,7 @@ int64_t gs_place_cpu_left(const gs_place_cluster_t *c, int node);
  * one with no departures. */
 struct gs_place_replay_opts {
   enum gs_place_policy policy;
-  double inflate;  /* > 0; the paper uses 1.3 */
+  double inflate; /* > 0; the paper uses 1.3 */
   uint64_t seed;
   double coverage; /* FGD's typical-pod coverage; 0 means the paper's 0.95 */
 };
@@ -124,7 +124,7 @@ struct gs_place_replay_result {
   double frag_ratio;      /* fragment GPU-milli / idle GPU-milli at the end (0 if none idle) */
   size_t pods_placed;
   size_t pods_failed;
-  size_t decisions;       /* pods_placed + pods_failed */
+  size_t decisions; /* pods_placed + pods_failed */
 };
 
 /* The pods' model_mask fields are ignored: the replay binds gpu_spec itself. */

@@ -28,8 +28,8 @@ int gs_plan_input_read(const char *path, struct gs_plan_data *d, enum gs_plan_in
                        gs_error_t *err);
 /* Reads f, positioned at the start of a file of format fmt, into d; path names it in
  * errors. For callers that know the format (or choose it, as the fuzz target does). */
-int gs_plan_read(FILE *f, const char *path, enum gs_plan_input_format fmt,
-                 struct gs_plan_data *d, gs_error_t *err);
+int gs_plan_read(FILE *f, const char *path, enum gs_plan_input_format fmt, struct gs_plan_data *d,
+                 gs_error_t *err);
 
 struct gs_plan_input {
   const char *path;
@@ -44,11 +44,11 @@ struct gs_plan_run {
   struct gs_plan_finish finish;
   struct gs_plan_rules rules;
   struct gs_plan_gpu gpu;
-  struct gs_plan_stats *st;   /* one per workload */
-  struct gs_plan_rec *rec;    /* one per workload */
+  struct gs_plan_stats *st; /* one per workload */
+  struct gs_plan_rec *rec;  /* one per workload */
   struct gs_plan_fleet fleet;
   const struct gs_price *price;
-  const char *price_table;    /* the table's name, for the report */
+  const char *price_table; /* the table's name, for the report */
 };
 
 /* The writers. The caller checks ferror(f) for write errors. */

@@ -71,11 +71,11 @@ struct gs_plan_workload *gs_plan_data_workload(struct gs_plan_data *d, const cha
                                                gs_error_t *err);
 /* Appends one sample; either value may be NAN (it is joined with the other series' sample
  * of the same t by gs_plan_data_finish). */
-int gs_plan_workload_add(struct gs_plan_workload *w, double t, double util_pct,
-                         double mem_bytes, gs_error_t *err);
+int gs_plan_workload_add(struct gs_plan_workload *w, double t, double util_pct, double mem_bytes,
+                         gs_error_t *err);
 /* Sets a label unless the workload already has one of this key (the first one stays). */
-int gs_plan_workload_set_label(struct gs_plan_workload *w, const char *key,
-                               const char *value, gs_error_t *err);
+int gs_plan_workload_set_label(struct gs_plan_workload *w, const char *key, const char *value,
+                               gs_error_t *err);
 /* The label's value, or NULL. */
 const char *gs_plan_workload_label(const struct gs_plan_workload *w, const char *key);
 /* Sorts each workload's samples by time, merges the samples of one instant (a
@@ -139,8 +139,8 @@ void gs_plan_rules_default(struct gs_plan_rules *r);
 
 /* The GPU model the plan is for. */
 struct gs_plan_gpu {
-  char model[24];     /* canonical, as gs_gpu_model_canon gives it */
-  uint64_t mem_bytes; /* memory of one GPU */
+  char model[24];                 /* canonical, as gs_gpu_model_canon gives it */
+  uint64_t mem_bytes;             /* memory of one GPU */
   const struct gs_mig_table *mig; /* may be NULL: no MIG recommendations */
 };
 
@@ -150,14 +150,14 @@ int gs_plan_gpu_init(struct gs_plan_gpu *g, const char *model, const struct gs_m
 
 struct gs_plan_rec {
   enum gs_plan_mechanism mech;
-  bool idle;             /* idle fraction >= rules.idle_flag */
-  uint64_t vram_bytes;   /* p95 memory plus headroom */
-  int compute_pct;       /* p95 utilization rounded up to a multiple of 5, at least 5 */
-  int share_milli;       /* what packing counts: 1000 for dedicated, else the larger of the
+  bool idle;           /* idle fraction >= rules.idle_flag */
+  uint64_t vram_bytes; /* p95 memory plus headroom */
+  int compute_pct;     /* p95 utilization rounded up to a multiple of 5, at least 5 */
+  int share_milli;     /* what packing counts: 1000 for dedicated, else the larger of the
                             memory and compute shares, in GPU-milli */
   const struct gs_mig_profile *profile; /* GS_PLAN_MIG only */
-  int mps_group;         /* GS_PLAN_MPS: the group's number (0-based), else -1 */
-  char reason[256];      /* one line naming the numbers that decided */
+  int mps_group;                        /* GS_PLAN_MPS: the group's number (0-based), else -1 */
+  char reason[256];                     /* one line naming the numbers that decided */
 };
 
 const char *gs_plan_mechanism_name(enum gs_plan_mechanism m);
@@ -178,12 +178,12 @@ int gs_plan_pack_gpus(const int *share_milli, size_t n, int *gpus, gs_error_t *e
 #define GS_PLAN_HOURS_PER_MONTH 730.0
 
 struct gs_plan_fleet {
-  int gpus_today;     /* Σ label "gpus" (default 1) over workloads; one GPU named by label
+  int gpus_today;           /* Σ label "gpus" (default 1) over workloads; one GPU named by label
                          "gpu" (a UUID) counts once however many workloads name it */
-  int gpus_after;     /* gpus_dedicated + gpus_mig + gpus_shared */
-  int gpus_dedicated; /* whole GPUs of dedicated workloads */
-  int gpus_mig;       /* GPUs of the MIG layout */
-  int gpus_shared;    /* GPUs the MPS, time-slice and fraction workloads pack onto */
+  int gpus_after;           /* gpus_dedicated + gpus_mig + gpus_shared */
+  int gpus_dedicated;       /* whole GPUs of dedicated workloads */
+  int gpus_mig;             /* GPUs of the MIG layout */
+  int gpus_shared;          /* GPUs the MPS, time-slice and fraction workloads pack onto */
   struct gs_mig_layout mig; /* instances' demand index = index into mig_workload */
   int *mig_workload;        /* workload index of each MIG demand */
   double spot_fraction;     /* share of the packed demand that may run on spot */

@@ -30,7 +30,7 @@
 
 /* Rates for one model, in $ per GPU-hour; NAN where unknown. */
 struct gs_price {
-  char model[24];   /* canonical, see gs_gpu_model_canon */
+  char model[24]; /* canonical, see gs_gpu_model_canon */
   double on_demand, spot, commit_1y, commit_3y;
   char source[160]; /* where the rates come from (one row's source, or a summary) */
   char as_of[16];   /* the latest date among the rows used, YYYY-MM-DD, or "" */
@@ -40,8 +40,8 @@ struct gs_price {
 /* One row of the table as read (for `gpuslice prices`). */
 struct gs_price_row {
   char provider[24], region[24], sku[32];
-  char model[24]; /* canonical */
-  int gpus;       /* GPUs in the SKU, 0 when the column is absent */
+  char model[24];                               /* canonical */
+  int gpus;                                     /* GPUs in the SKU, 0 when the column is absent */
   double on_demand, spot, commit_1y, commit_3y; /* per GPU-hour; NAN if empty */
   char source[160];
   char as_of[16];

@@ -23,14 +23,14 @@ struct gs_ptrmap_entry {
 };
 
 struct gs_ptrmap_table {
-  uint64_t mask;              /* capacity - 1; capacity is a power of two */
-  _Atomic uint64_t claimed;   /* slots no longer empty: live, removed or being written */
+  uint64_t mask;            /* capacity - 1; capacity is a power of two */
+  _Atomic uint64_t claimed; /* slots no longer empty: live, removed or being written */
   struct gs_ptrmap_entry slot[];
 };
 
 struct gs_ptrmap {
   _Atomic(struct gs_ptrmap_table *) table;
-  _Atomic int64_t active;     /* operations inside the table right now */
+  _Atomic int64_t active; /* operations inside the table right now */
   _Atomic bool resizing;
   _Atomic uint64_t live;
   pthread_mutex_t resize_lock;

@@ -144,15 +144,17 @@ static inline int gpuslice_served_to(const char *socket_path, const char *tenant
     errno = EINVAL;
     return -1;
   }
-  n = snprintf(req, sizeof(req), "POST /v1/tenants/%s/served HTTP/1.1\r\nHost: gpuslice\r\n"
+  n = snprintf(req, sizeof(req),
+               "POST /v1/tenants/%s/served HTTP/1.1\r\nHost: gpuslice\r\n"
                "Content-Type: application/json\r\nContent-Length: %d\r\n"
                "Connection: close\r\n\r\n{\"requests\":%llu}",
                tenant, snprintf(line, sizeof(line), "{\"requests\":%llu}", requests), requests);
   if ((fd = gpuslice__connect(socket_path)) < 0)
     return -1;
   errno = 0;
-  code = gpuslice__send_all(fd, req, (size_t) n) < 0 ? -1
-                                                     : gpuslice__read_status(fd, line, sizeof(line));
+  code = gpuslice__send_all(fd, req, (size_t) n) < 0
+    ? -1
+    : gpuslice__read_status(fd, line, sizeof(line));
   n = errno;
   close(fd);
   if (status && len)

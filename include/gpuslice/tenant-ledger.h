@@ -30,8 +30,10 @@
 #define GS_LIMIT_NONE UINT64_MAX
 
 struct gs_ledger_gpu {
-  _Atomic uint64_t limit_bytes;  /* GS_LIMIT_NONE when unlimited; resolved from limit_ppm on first use */
-  _Atomic uint32_t limit_ppm;    /* limit as millionths of the device's memory, 0 when given in bytes */
+  _Atomic uint64_t
+    limit_bytes; /* GS_LIMIT_NONE when unlimited; resolved from limit_ppm on first use */
+  _Atomic uint32_t
+    limit_ppm; /* limit as millionths of the device's memory, 0 when given in bytes */
   uint32_t pad;
   _Atomic uint64_t used_bytes;
   _Atomic uint64_t peak_bytes;
@@ -55,10 +57,11 @@ enum gs_priority { GS_PRIO_NORMAL = 0, GS_PRIO_LOW = 1, GS_PRIO_HIGH = 2 };
 
 /* The tenant's compute limit, the same on every GPU it uses. limit_ppm 0 means none. */
 struct gs_ledger_compute {
-  _Atomic uint32_t limit_ppm;  /* share of the GPU in millionths (1..1000000), or 0 */
-  _Atomic uint32_t policy;     /* enum gs_compute_policy */
-  _Atomic uint32_t priority;   /* enum gs_priority */
-  _Atomic uint32_t slice_ms;   /* asks the tenant's GPUs for exclusive turns of this length; 0: default */
+  _Atomic uint32_t limit_ppm; /* share of the GPU in millionths (1..1000000), or 0 */
+  _Atomic uint32_t policy;    /* enum gs_compute_policy */
+  _Atomic uint32_t priority;  /* enum gs_priority */
+  _Atomic uint32_t
+    slice_ms; /* asks the tenant's GPUs for exclusive turns of this length; 0: default */
 };
 
 enum { GS_SLOT_FREE = 0, GS_SLOT_CLAIMING, GS_SLOT_LIVE, GS_SLOT_REAPING };
@@ -66,8 +69,8 @@ enum { GS_SLOT_FREE = 0, GS_SLOT_CLAIMING, GS_SLOT_LIVE, GS_SLOT_REAPING };
 struct gs_ledger_proc {
   _Atomic uint32_t state;
   int32_t pid;
-  uint64_t start_time;                        /* (pid, start_time) names a process; pids are reused */
-  _Atomic uint64_t used[GS_LEDGER_MAX_GPUS];  /* written by the owner, read by reapers */
+  uint64_t start_time; /* (pid, start_time) names a process; pids are reused */
+  _Atomic uint64_t used[GS_LEDGER_MAX_GPUS]; /* written by the owner, read by reapers */
 };
 
 struct gs_ledger {
@@ -75,12 +78,12 @@ struct gs_ledger {
   uint32_t version;
   uint32_t size;
   char name[GS_LEDGER_NAME_MAX];
-  char labels[GS_LEDGER_LABELS_MAX];  /* "k=v" lines */
-  int32_t owner_pid;                  /* the `gpuslice run` that started the tenant */
+  char labels[GS_LEDGER_LABELS_MAX]; /* "k=v" lines */
+  int32_t owner_pid;                 /* the `gpuslice run` that started the tenant */
   uint32_t pad;
   uint64_t owner_start_time;
   uint64_t created_unix_ns;
-  uint64_t context_reserve_bytes;     /* charged per CUDA context */
+  uint64_t context_reserve_bytes; /* charged per CUDA context */
   struct gs_ledger_compute compute;
   struct gs_ledger_gpu gpu[GS_LEDGER_MAX_GPUS];
   struct gs_ledger_proc proc[GS_LEDGER_MAX_PROCS];
@@ -97,11 +100,13 @@ _Static_assert(offsetof(struct gs_ledger_gpu, peak_bytes) == 24, "bump GS_LEDGER
 _Static_assert(offsetof(struct gs_ledger_gpu, gpu_ns) == 32, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger_gpu, throttled_ns) == 40, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger_gpu, share_ppm) == 48, "bump GS_LEDGER_VERSION");
-_Static_assert(sizeof(struct gs_ledger_compute) == 16, "gs_ledger_compute changed: bump GS_LEDGER_VERSION");
+_Static_assert(sizeof(struct gs_ledger_compute) == 16,
+               "gs_ledger_compute changed: bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger_compute, policy) == 4, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger_compute, priority) == 8, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger_compute, slice_ms) == 12, "bump GS_LEDGER_VERSION");
-_Static_assert(sizeof(struct gs_ledger_proc) == 144, "gs_ledger_proc changed: bump GS_LEDGER_VERSION");
+_Static_assert(sizeof(struct gs_ledger_proc) == 144,
+               "gs_ledger_proc changed: bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger_proc, pid) == 4, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger_proc, start_time) == 8, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger_proc, used) == 16, "bump GS_LEDGER_VERSION");
@@ -121,14 +126,14 @@ _Static_assert(offsetof(struct gs_ledger, proc) == 2048, "bump GS_LEDGER_VERSION
 /* What a new tenant starts with. */
 struct gs_ledger_spec {
   const char *name;
-  const char *labels;                          /* "k=v" lines, or NULL */
-  uint64_t limit_bytes[GS_LEDGER_MAX_GPUS];    /* GS_LIMIT_NONE for none */
-  uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];      /* overrides limit_bytes when non-zero */
+  const char *labels;                       /* "k=v" lines, or NULL */
+  uint64_t limit_bytes[GS_LEDGER_MAX_GPUS]; /* GS_LIMIT_NONE for none */
+  uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];   /* overrides limit_bytes when non-zero */
   uint64_t context_reserve_bytes;
-  uint32_t compute_ppm;                        /* millionths of the GPU; 0 for no compute limit */
-  uint32_t compute_policy;                     /* enum gs_compute_policy */
-  uint32_t priority;                           /* enum gs_priority */
-  uint32_t slice_ms;                           /* 0: the GPU's default turn */
+  uint32_t compute_ppm;    /* millionths of the GPU; 0 for no compute limit */
+  uint32_t compute_policy; /* enum gs_compute_policy */
+  uint32_t priority;       /* enum gs_priority */
+  uint32_t slice_ms;       /* 0: the GPU's default turn */
 };
 
 /* The state directory: GPUSLICE_STATE_DIR, else /run/gpuslice for root, else
@@ -202,10 +207,10 @@ struct gs_ledger_copy_gpu {
 struct gs_ledger_copy {
   char name[GS_LEDGER_NAME_MAX];
   char labels[GS_LEDGER_LABELS_MAX];
-  uid_t owner_uid;                  /* the file's owner */
+  uid_t owner_uid; /* the file's owner */
   pid_t owner_pid;
   uint64_t owner_start_time;
-  uint64_t created_unix_ns;         /* names this instance of the tenant */
+  uint64_t created_unix_ns; /* names this instance of the tenant */
   uint64_t context_reserve_bytes;
   struct gs_compute_limits compute;
   struct gs_ledger_copy_gpu gpu[GS_LEDGER_MAX_GPUS];
@@ -217,7 +222,8 @@ int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err);
 /* Reads the ledger open on fd into *out with one pread. Checks that it is a regular file,
  * owned by uid unless uid is (uid_t) -1, and its magic, version and size. `what` names it
  * in messages. Returns 0, or -1 with err. */
-int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out, gs_error_t *err);
+int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out,
+                      gs_error_t *err);
 /* gs_ledger_read_open, gs_ledger_read_fd and close, for one reading. */
 int gs_ledger_read_copy(const char *dir, const char *name, uid_t uid, struct gs_ledger_copy *out,
                         gs_error_t *err);

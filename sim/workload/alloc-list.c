@@ -8,7 +8,7 @@
 
 static const struct wl_alloc_ops *const wl_allocs_known[] = {
   &wl_alloc_plain, &wl_alloc_pitch, &wl_alloc_managed, &wl_alloc_async,
-  &wl_alloc_pool, &wl_alloc_vmm, &wl_alloc_array,
+  &wl_alloc_pool,  &wl_alloc_vmm,   &wl_alloc_array,
 };
 
 const struct wl_alloc_ops *wl_alloc_find(const char *name)

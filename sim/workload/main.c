@@ -41,7 +41,8 @@ static int opts_check(const struct wl_opts *o)
   if (o->have_procaddr_version && o->path != WL_PATH_PROCADDR && o->path != WL_PATH_PROCADDR_V1)
     return wl_fail("--procaddr-version needs --path procaddr or procaddr-v1");
   if (o->procaddr_version < WL_PROCADDR_VERSION_MIN || o->procaddr_version > WL_PROCADDR_VERSION)
-    return wl_fail("--procaddr-version must be in %d..%d", WL_PROCADDR_VERSION_MIN, WL_PROCADDR_VERSION);
+    return wl_fail("--procaddr-version must be in %d..%d", WL_PROCADDR_VERSION_MIN,
+                   WL_PROCADDR_VERSION);
   if (strcmp(m, "hold") == 0 && o->bytes == 0)
     return wl_fail("hold needs --bytes SIZE > 0");
   if (strcmp(m, "busy") == 0 && (!o->have_seconds || !(o->seconds > 0)))

@@ -19,8 +19,8 @@ struct wl_alloc_ops {
   void (*fini)(void);
 };
 
-extern const struct wl_alloc_ops wl_alloc_plain, wl_alloc_pitch, wl_alloc_managed,
-  wl_alloc_async, wl_alloc_pool, wl_alloc_vmm, wl_alloc_array;
+extern const struct wl_alloc_ops wl_alloc_plain, wl_alloc_pitch, wl_alloc_managed, wl_alloc_async,
+  wl_alloc_pool, wl_alloc_vmm, wl_alloc_array;
 
 /* The path named `name`, or NULL. */
 const struct wl_alloc_ops *wl_alloc_find(const char *name);

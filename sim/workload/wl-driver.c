@@ -12,10 +12,10 @@
 struct wl_driver wl_cu;
 
 struct wl_sym {
-  void **slot;          /* the member of wl_cu this entry fills */
-  const char *name;     /* exported symbol, for dlsym */
-  const char *base;     /* base name, for cuGetProcAddress_v2 */
-  void *linked;         /* the symbol this program was linked against */
+  void **slot;      /* the member of wl_cu this entry fills */
+  const char *name; /* exported symbol, for dlsym */
+  const char *base; /* base name, for cuGetProcAddress_v2 */
+  void *linked;     /* the symbol this program was linked against */
 };
 
 static const struct wl_sym wl_syms[] = {
@@ -101,8 +101,10 @@ static bool wl_by_name[WL_NSYMS];
 static CUresult procaddr_v1(void *gpa, const char *base, void **slot, int version,
                             CUdriverProcAddressQueryResult *status)
 {
-  CUresult rc = ((__typeof__(&cuGetProcAddress)) gpa)(base, slot, version, CU_GET_PROC_ADDRESS_DEFAULT);
-  *status = rc == CUDA_SUCCESS && *slot ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  CUresult rc =
+    ((__typeof__(&cuGetProcAddress)) gpa)(base, slot, version, CU_GET_PROC_ADDRESS_DEFAULT);
+  *status = rc == CUDA_SUCCESS && *slot ? CU_GET_PROC_ADDRESS_SUCCESS
+                                        : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   return rc;
 }
 
@@ -174,14 +176,10 @@ int wl_driver_print_mismatches(void *handle)
 int wl_driver_load(enum wl_path path, int version)
 {
   switch (path) {
-  case WL_PATH_DIRECT:
-    return fill_direct();
-  case WL_PATH_DLSYM:
-    return fill_dlsym();
-  case WL_PATH_PROCADDR:
-    return fill_procaddr(false, version);
-  case WL_PATH_PROCADDR_V1:
-    return fill_procaddr(true, version);
+  case WL_PATH_DIRECT: return fill_direct();
+  case WL_PATH_DLSYM: return fill_dlsym();
+  case WL_PATH_PROCADDR: return fill_procaddr(false, version);
+  case WL_PATH_PROCADDR_V1: return fill_procaddr(true, version);
   }
   return -1;
 }

@@ -9,7 +9,8 @@ struct wl_gpu wl_gpu;
 static int gpu_kernels(void)
 {
   WL_TRY(wl_cu.cuModuleLoadData(&wl_gpu.mod, wl_kernels_ptx), "cuModuleLoadData");
-  WL_TRY(wl_cu.cuModuleGetFunction(&wl_gpu.busy, wl_gpu.mod, "sim_busy"), "cuModuleGetFunction sim_busy");
+  WL_TRY(wl_cu.cuModuleGetFunction(&wl_gpu.busy, wl_gpu.mod, "sim_busy"),
+         "cuModuleGetFunction sim_busy");
   return 0;
 }
 
@@ -38,7 +39,7 @@ void wl_gpu_close(void)
     wl_cu.cuStreamDestroy_v2(wl_gpu.stream);
   if (wl_gpu.ctx)
     wl_cu.cuCtxDestroy_v2(wl_gpu.ctx);
-  wl_gpu = (struct wl_gpu) { 0 };
+  wl_gpu = (struct wl_gpu){ 0 };
 }
 
 int wl_timer_init(struct wl_timer *t)

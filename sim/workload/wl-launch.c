@@ -7,19 +7,21 @@ static CUresult launch_one(enum wl_launch how, uint64_t us)
 {
   void *args[] = { &us };
   CUlaunchConfig cfg = {
-    .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-    .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
+    .gridDimX = 1,
+    .gridDimY = 1,
+    .gridDimZ = 1,
+    .blockDimX = 1,
+    .blockDimY = 1,
+    .blockDimZ = 1,
     .hStream = wl_gpu.stream,
   };
 
   switch (how) {
-  case WL_LAUNCH_EX:
-    return wl_cu.cuLaunchKernelEx(&cfg, wl_gpu.busy, args, NULL);
+  case WL_LAUNCH_EX: return wl_cu.cuLaunchKernelEx(&cfg, wl_gpu.busy, args, NULL);
   case WL_LAUNCH_COOP:
     return wl_cu.cuLaunchCooperativeKernel(wl_gpu.busy, 1, 1, 1, 1, 1, 1, 0, wl_gpu.stream, args);
   case WL_LAUNCH_PLAIN:
-  case WL_LAUNCH_GRAPH:
-    break;
+  case WL_LAUNCH_GRAPH: break;
   }
   return wl_cu.cuLaunchKernel(wl_gpu.busy, 1, 1, 1, 1, 1, 1, 0, wl_gpu.stream, args, NULL);
 }
@@ -43,7 +45,7 @@ static int graph_build(struct wl_work *w, unsigned k)
 
 int wl_work_init(struct wl_work *w, enum wl_launch how, uint64_t us, unsigned graph_kernels)
 {
-  *w = (struct wl_work) { .how = how, .us = us, .per_step = 1 };
+  *w = (struct wl_work){ .how = how, .us = us, .per_step = 1 };
   if (how == WL_LAUNCH_GRAPH) {
     w->per_step = graph_kernels;
     if (graph_build(w, graph_kernels) < 0)

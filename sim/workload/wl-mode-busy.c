@@ -22,10 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define BUSY_QUEUE 4            /* steps in flight at duty 1 */
-#define BUSY_GRAPH_KERNELS 4    /* kernels per graph with --launch graph */
-#define BUSY_REF_TRIES 20       /* records of the reference event, at most */
-#define BUSY_REF_MAX_NS 20000   /* a reference record that took longer is done again */
+#define BUSY_QUEUE 4          /* steps in flight at duty 1 */
+#define BUSY_GRAPH_KERNELS 4  /* kernels per graph with --launch graph */
+#define BUSY_REF_TRIES 20     /* records of the reference event, at most */
+#define BUSY_REF_MAX_NS 20000 /* a reference record that took longer is done again */
 
 /* Latencies of the steps, in µs, kept for the percentiles. */
 struct busy_lat {
@@ -36,13 +36,13 @@ struct busy_lat {
 struct busy_run {
   struct wl_work work;
   struct wl_timer t[BUSY_QUEUE];
-  uint64_t launched_ns[BUSY_QUEUE];  /* host time just before each step's launch */
+  uint64_t launched_ns[BUSY_QUEUE]; /* host time just before each step's launch */
   unsigned depth, head, inflight;
   uint64_t kernels;
   double kernel_ms;
-  bool timed;                        /* absolute end times wanted: window or latency */
-  bool latency;                      /* keep each step's latency */
-  CUevent ref;                       /* recorded on the idle stream at ref_ns */
+  bool timed;   /* absolute end times wanted: window or latency */
+  bool latency; /* keep each step's latency */
+  CUevent ref;  /* recorded on the idle stream at ref_ns */
   uint64_t ref_ns, win_start, win_end, win_ns;
   struct busy_lat lat;
 };
@@ -88,7 +88,8 @@ static uint64_t window_overlap(const struct busy_run *b, uint64_t end, uint64_t 
 static int busy_account(struct busy_run *b, unsigned i)
 {
   float ms = 0;
-  WL_TRY(wl_cu.cuEventElapsedTime_v2(&ms, b->ref, b->t[i].end), "cuEventElapsedTime_v2 (reference)");
+  WL_TRY(wl_cu.cuEventElapsedTime_v2(&ms, b->ref, b->t[i].end),
+         "cuEventElapsedTime_v2 (reference)");
   uint64_t end = b->ref_ns + (uint64_t) ((double) ms * 1e6 + 0.5);
   b->win_ns += window_overlap(b, end, b->work.per_step * b->work.us * 1000);
   if (end < b->launched_ns[i])
@@ -162,12 +163,14 @@ static void busy_print_extra(const struct busy_run *b, const struct wl_opts *o)
 {
   if (o->have_start_at || o->have_window_start || o->have_window_end)
     printf(",\"window_start_ns\":%llu,\"window_end_ns\":%llu,\"window_kernel_seconds\":%.6f",
-           (unsigned long long) b->win_start, (unsigned long long) b->win_end, (double) b->win_ns / 1e9);
+           (unsigned long long) b->win_start, (unsigned long long) b->win_end,
+           (double) b->win_ns / 1e9);
   if (!o->latency)
     return;
   qsort(b->lat.us, b->lat.n, sizeof(*b->lat.us), cmp_double);
   if (b->lat.n)
-    printf(",\"latency_steps\":%zu,\"latency_p50_us\":%.1f,\"latency_p99_us\":%.1f,\"latency_max_us\":%.1f",
+    printf(",\"latency_steps\":%zu,\"latency_p50_us\":%.1f,\"latency_p99_us\":%.1f,\"latency_max_"
+           "us\":%.1f",
            b->lat.n, lat_pct(&b->lat, 0.5), lat_pct(&b->lat, 0.99), b->lat.us[b->lat.n - 1]);
   else
     printf(",\"latency_steps\":0");
@@ -175,11 +178,12 @@ static void busy_print_extra(const struct busy_run *b, const struct wl_opts *o)
 
 static void busy_print(const struct busy_run *b, const struct wl_opts *o, uint64_t t0, uint64_t t1)
 {
-  printf("{\"mode\":\"busy\",\"launch\":\"%s\",\"duty\":%g,\"kernels\":%llu,\"kernel_seconds\":%.6f,"
-         "\"wall_seconds\":%.6f,\"requested_kernel_seconds\":%.6f,\"start_ns\":%llu,\"end_ns\":%llu",
-         wl_launch_name(o->launch), o->duty, (unsigned long long) b->kernels, b->kernel_ms / 1e3,
-         (double) (t1 - t0) / 1e9, (double) b->kernels * (double) o->kernel_us / 1e6,
-         (unsigned long long) t0, (unsigned long long) t1);
+  printf(
+    "{\"mode\":\"busy\",\"launch\":\"%s\",\"duty\":%g,\"kernels\":%llu,\"kernel_seconds\":%.6f,"
+    "\"wall_seconds\":%.6f,\"requested_kernel_seconds\":%.6f,\"start_ns\":%llu,\"end_ns\":%llu",
+    wl_launch_name(o->launch), o->duty, (unsigned long long) b->kernels, b->kernel_ms / 1e3,
+    (double) (t1 - t0) / 1e9, (double) b->kernels * (double) o->kernel_us / 1e6,
+    (unsigned long long) t0, (unsigned long long) t1);
   busy_print_extra(b, o);
   wl_line_end();
 }

@@ -27,7 +27,8 @@ static int churn_ops(const struct wl_opts *o, struct wl_allocs *a, uint64_t *pea
         return wl_fail("op %llu: alloc %s %llu bytes: %s", (unsigned long long) i, o->alloc->name,
                        (unsigned long long) size, wl_error_name(rc));
     } else if ((rc = wl_allocs_remove(a, churn_next(&s) % a->n)) != CUDA_SUCCESS) {
-      return wl_fail("op %llu: free %s: %s", (unsigned long long) i, o->alloc->name, wl_error_name(rc));
+      return wl_fail("op %llu: free %s: %s", (unsigned long long) i, o->alloc->name,
+                     wl_error_name(rc));
     }
     if (a->n > *peak)
       *peak = a->n;

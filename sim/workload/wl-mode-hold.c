@@ -25,7 +25,8 @@ static bool stdin_watchable(void)
  * before "ready" is printed, so one sent as soon as the caller reads that line is not lost. */
 static const char *wait_for_stop(int sfd)
 {
-  struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = STDIN_FILENO, .events = POLLIN } };
+  struct pollfd p[2] = { { .fd = sfd, .events = POLLIN },
+                         { .fd = STDIN_FILENO, .events = POLLIN } };
   nfds_t n = stdin_watchable() ? 2 : 1;
   char buf[256];
 
@@ -75,7 +76,8 @@ static int hold_alloc(const struct wl_opts *o, struct wl_allocs *a)
     uint64_t n = left < chunk ? left : chunk;
     CUresult rc = wl_allocs_add(a, n);
     if (rc != CUDA_SUCCESS)
-      return wl_fail("alloc %s %llu bytes: %s", o->alloc->name, (unsigned long long) n, wl_error_name(rc));
+      return wl_fail("alloc %s %llu bytes: %s", o->alloc->name, (unsigned long long) n,
+                     wl_error_name(rc));
     left -= n;
   }
   return 0;
@@ -96,7 +98,8 @@ int wl_mode_hold(const struct wl_opts *o)
            (unsigned long long) a.n, (int) getpid());
     wl_line_end();
     const char *why = wait_for_stop(sfd);
-    printf("{\"mode\":\"hold\",\"released_bytes\":%llu,\"stopped_by\":\"%s\"", (unsigned long long) a.bytes, why);
+    printf("{\"mode\":\"hold\",\"released_bytes\":%llu,\"stopped_by\":\"%s\"",
+           (unsigned long long) a.bytes, why);
     wl_line_end();
   }
   CUresult freed = wl_allocs_clear(&a);

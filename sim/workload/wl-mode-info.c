@@ -14,10 +14,9 @@ struct dev_info {
 static void uuid_format(const CUuuid *u, char *buf, size_t len)
 {
   const unsigned char *b = (const unsigned char *) u->bytes;
-  snprintf(buf, len,
-           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-           b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  snprintf(buf, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+           b[14], b[15]);
 }
 
 /* cuMemGetInfo_v2 answers for the current context, so one is made for the question. */
@@ -50,7 +49,8 @@ static void dev_print(int ordinal, const struct dev_info *d)
 {
   printf("%s{\"index\":%d,\"name\":", ordinal ? "," : "", ordinal);
   wl_json_string(d->name);
-  printf(",\"total_bytes\":%zu,\"sm_count\":%d,\"uuid\":\"%s\",\"free_bytes\":%zu,\"ctx_total_bytes\":%zu}",
+  printf(",\"total_bytes\":%zu,\"sm_count\":%d,\"uuid\":\"%s\",\"free_bytes\":%zu,\"ctx_total_"
+         "bytes\":%zu}",
          d->total, d->sms, d->uuid, d->free, d->ctx_total);
 }
 

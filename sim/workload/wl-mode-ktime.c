@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int ktime_one(const struct wl_work *w, const struct wl_timer *t, double *ev_us, double *wall_us)
+static int ktime_one(const struct wl_work *w, const struct wl_timer *t, double *ev_us,
+                     double *wall_us)
 {
   double ms = 0;
 

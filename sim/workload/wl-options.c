@@ -14,8 +14,8 @@ enum wl_kind { K_SIZE, K_U64, K_DOUBLE, K_PATH, K_ALLOC, K_LAUNCH, K_INT, K_FLAG
 struct wl_optdef {
   const char *name;
   enum wl_kind kind;
-  size_t off;           /* field of struct wl_opts */
-  size_t flag;          /* bool field set when given, or 0 */
+  size_t off;  /* field of struct wl_opts */
+  size_t flag; /* bool field set when given, or 0 */
 };
 
 #define F(field) offsetof(struct wl_opts, field)
@@ -52,7 +52,8 @@ static const char wl_usage[] =
   "  alloc-until-oom --chunk SIZE [--rounds N]\n"
   "                                         allocate until the driver refuses, free it all;\n"
   "                                         N times (default 1)\n"
-  "  hold --bytes SIZE [--chunk SIZE]       allocate, then wait for SIGTERM/SIGINT/SIGUSR1 or EOF on stdin\n"
+  "  hold --bytes SIZE [--chunk SIZE]       allocate, then wait for SIGTERM/SIGINT/SIGUSR1 or EOF "
+  "on stdin\n"
   "  busy --seconds T [--duty D] [--kernel-us U] [--hold-bytes SIZE]\n"
   "       [--start-at-ns S] [--window-start-ns A] [--window-end-ns B] [--latency]\n"
   "                                         S: start at CLOCK_MONOTONIC time S and stop at S+T;\n"
@@ -63,7 +64,8 @@ static const char wl_usage[] =
   "  churn --ops N --max-bytes SIZE [--seed S]\n"
   "  procaddr-check                         which symbol cuGetProcAddress_v2 returns per version\n"
   "options: --path direct|dlsym|procaddr|procaddr-v1  --device N\n"
-  "         --procaddr-version V   cudaVersion the procaddr paths ask for, 12000..13000 (default 13000)\n"
+  "         --procaddr-version V   cudaVersion the procaddr paths ask for, 12000..13000 (default "
+  "13000)\n"
   "         --alloc plain|pitch|managed|async|pool|vmm|array  --launch plain|ex|coop|graph\n"
   "SIZE is bytes with an optional K, M, G or T suffix (also Ki, Mi, Gi, Ti, and a trailing B);\n"
   "both spellings are binary: 1K = 1Ki = 1024.\n"
@@ -135,25 +137,17 @@ static int set_option(struct wl_opts *o, const struct wl_optdef *d, const char *
   if (d->flag)
     *(bool *) ((char *) o + d->flag) = true;
   switch (d->kind) {
-  case K_SIZE:
-    return wl_parse_size(arg, field);
-  case K_U64:
-    return parse_u64(arg, field);
-  case K_FLAG:
-    *(bool *) field = true;
-    return 0;
+  case K_SIZE: return wl_parse_size(arg, field);
+  case K_U64: return parse_u64(arg, field);
+  case K_FLAG: *(bool *) field = true; return 0;
   case K_INT:
     if (parse_u64(arg, &v) < 0 || v > 1024)
       return -1;
     *(int *) field = (int) v;
     return 0;
-  case K_DOUBLE:
-    *(double *) field = strtod(arg, &end);
-    return end == arg || *end ? -1 : 0;
-  case K_PATH:
-    return set_enum(field, arg, paths, 4);
-  case K_LAUNCH:
-    return set_enum(field, arg, launches, 4);
+  case K_DOUBLE: *(double *) field = strtod(arg, &end); return end == arg || *end ? -1 : 0;
+  case K_PATH: return set_enum(field, arg, paths, 4);
+  case K_LAUNCH: return set_enum(field, arg, launches, 4);
   case K_ALLOC:
     *(const struct wl_alloc_ops **) field = wl_alloc_find(arg);
     return *(const struct wl_alloc_ops **) field ? 0 : -1;
@@ -163,9 +157,15 @@ static int set_option(struct wl_opts *o, const struct wl_optdef *d, const char *
 
 static void opts_defaults(struct wl_opts *o)
 {
-  *o = (struct wl_opts) {
-    .path = WL_PATH_DIRECT, .alloc = &wl_alloc_plain, .launch = WL_LAUNCH_PLAIN,
-    .duty = 1.0, .kernel_us = 1000, .count = 5, .seed = 1, .rounds = 1,
+  *o = (struct wl_opts){
+    .path = WL_PATH_DIRECT,
+    .alloc = &wl_alloc_plain,
+    .launch = WL_LAUNCH_PLAIN,
+    .duty = 1.0,
+    .kernel_us = 1000,
+    .count = 5,
+    .seed = 1,
+    .rounds = 1,
     .procaddr_version = WL_PROCADDR_VERSION,
   };
 }
@@ -173,10 +173,11 @@ static void opts_defaults(struct wl_opts *o)
 static void longopts_build(struct option *lo)
 {
   for (size_t i = 0; i < WL_NOPTS; i++)
-    lo[i] = (struct option) { wl_optdefs[i].name, wl_optdefs[i].kind == K_FLAG ? no_argument : required_argument,
-                              NULL, 256 + (int) i };
-  lo[WL_NOPTS] = (struct option) { "help", no_argument, NULL, 'h' };
-  lo[WL_NOPTS + 1] = (struct option) { 0 };
+    lo[i] = (struct option){ wl_optdefs[i].name,
+                             wl_optdefs[i].kind == K_FLAG ? no_argument : required_argument, NULL,
+                             256 + (int) i };
+  lo[WL_NOPTS] = (struct option){ "help", no_argument, NULL, 'h' };
+  lo[WL_NOPTS + 1] = (struct option){ 0 };
 }
 
 int wl_options_parse(int argc, char **argv, struct wl_opts *o)

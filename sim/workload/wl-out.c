@@ -66,7 +66,8 @@ uint64_t wl_now_ns(void)
 
 void wl_sleep_until_ns(uint64_t t)
 {
-  struct timespec ts = { .tv_sec = (time_t) (t / 1000000000ull), .tv_nsec = (long) (t % 1000000000ull) };
+  struct timespec ts = { .tv_sec = (time_t) (t / 1000000000ull),
+                         .tv_nsec = (long) (t % 1000000000ull) };
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
     ;
 }

@@ -18,14 +18,14 @@ struct wl_opts {
   int device;
   const struct wl_alloc_ops *alloc;
   enum wl_launch launch;
-  uint64_t chunk, bytes, hold_bytes, max_bytes;   /* 0 when not given */
+  uint64_t chunk, bytes, hold_bytes, max_bytes; /* 0 when not given */
   double seconds, duty;
   uint64_t kernel_us, us, count, ops, seed;
-  uint64_t rounds;             /* alloc-until-oom: fill-then-free cycles */
-  uint64_t procaddr_version;   /* the cudaVersion the procaddr paths ask for */
+  uint64_t rounds;           /* alloc-until-oom: fill-then-free cycles */
+  uint64_t procaddr_version; /* the cudaVersion the procaddr paths ask for */
   /* busy: when to start (CLOCK_MONOTONIC ns), and the window whose device time it reports */
   uint64_t start_at_ns, window_start_ns, window_end_ns;
-  bool latency;                /* busy: report per-step launch-to-completion latency */
+  bool latency; /* busy: report per-step launch-to-completion latency */
   bool have_seconds, have_us, have_rounds, have_procaddr_version;
   bool have_start_at, have_window_start, have_window_end;
 };
@@ -91,11 +91,11 @@ void wl_line_end(void);
 uint64_t wl_now_ns(void);
 void wl_sleep_until_ns(uint64_t t);
 
-#define WL_TRY(call, what)                      \
-  do {                                          \
-    CUresult wl_rc_ = (call);                   \
-    if (wl_rc_ != CUDA_SUCCESS)                 \
-      return wl_cuda_fail((what), wl_rc_);      \
+#define WL_TRY(call, what)                 \
+  do {                                     \
+    CUresult wl_rc_ = (call);              \
+    if (wl_rc_ != CUDA_SUCCESS)            \
+      return wl_cuda_fail((what), wl_rc_); \
   } while (0)
 
 /* Modes: each returns 0 or -1 (after printing why). */

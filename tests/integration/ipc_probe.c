@@ -35,11 +35,11 @@ static void die(const char *what, int rc)
   exit(1);
 }
 
-#define TRY(call)                      \
-  do {                                 \
-    CUresult rc_ = (call);             \
-    if (rc_ != CUDA_SUCCESS)           \
-      die(#call, (int) rc_);           \
+#define TRY(call)            \
+  do {                       \
+    CUresult rc_ = (call);   \
+    if (rc_ != CUDA_SUCCESS) \
+      die(#call, (int) rc_); \
   } while (0)
 
 /* The functions gpuslice hooks, found the way PATH says. */
@@ -99,9 +99,11 @@ static void resolve(const char *path)
     if (strcmp(path, "dlsym") == 0)
       *entries[i].slot = dlsym(h, entries[i].symbol);
     else if (strcmp(path, "procaddr") == 0)
-      rc = cuGetProcAddress_v2(entries[i].base, entries[i].slot, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
+      rc = cuGetProcAddress_v2(entries[i].base, entries[i].slot, 13000, CU_GET_PROC_ADDRESS_DEFAULT,
+                               &st);
     else if (strcmp(path, "procaddr-10020") == 0)
-      rc = cuGetProcAddress_v2(entries[i].base, entries[i].slot, 10020, CU_GET_PROC_ADDRESS_DEFAULT, &st);
+      rc = cuGetProcAddress_v2(entries[i].base, entries[i].slot, 10020, CU_GET_PROC_ADDRESS_DEFAULT,
+                               &st);
     else if (strcmp(path, "legacy") == 0)
       rc = cuGetProcAddress(entries[i].base, entries[i].slot, 13000, CU_GET_PROC_ADDRESS_DEFAULT);
     else
@@ -183,7 +185,9 @@ static void send_fd(int conn, int fd)
   char byte = 'x';
   char ctl[CMSG_SPACE(sizeof(int))];
   struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-  struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+  struct msghdr m = {
+    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)
+  };
   struct cmsghdr *c = CMSG_FIRSTHDR(&m);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
@@ -271,11 +275,13 @@ static int import_ipc(const char *path, const char *hex, size_t chunk, size_t bi
   int rc_again = F.ipc_open(&p2, h, 0);
   int rc_close_again = rc_again == CUDA_SUCCESS ? (int) F.ipc_close(p2) : -1;
   int chunks_end = fill(chunk);
-  printf("{\"path\":\"%s\",\"rc_open\":%d,\"size\":%zu,\"byte\":%d,\"used_before\":%llu,\"used_open\":%llu,"
-         "\"chunks_open\":%d,\"rc_close\":%d,\"used_closed\":%llu,\"chunks_closed\":%d,\"rc_over\":%d,"
-         "\"rc_again\":%d,\"rc_close_again\":%d,\"chunks_end\":%d}\n",
-         path, rc_open, size, byte, used0, used_open, chunks_open, rc_close, used_closed, chunks_closed,
-         rc_over, rc_again, rc_close_again, chunks_end);
+  printf(
+    "{\"path\":\"%s\",\"rc_open\":%d,\"size\":%zu,\"byte\":%d,\"used_before\":%llu,\"used_open\":%"
+    "llu,"
+    "\"chunks_open\":%d,\"rc_close\":%d,\"used_closed\":%llu,\"chunks_closed\":%d,\"rc_over\":%d,"
+    "\"rc_again\":%d,\"rc_close_again\":%d,\"chunks_end\":%d}\n",
+    path, rc_open, size, byte, used0, used_open, chunks_open, rc_close, used_closed, chunks_closed,
+    rc_over, rc_again, rc_close_again, chunks_end);
   return 0;
 }
 
@@ -284,7 +290,9 @@ static int receive_fd(const char *sock)
   struct sockaddr_un a = { .sun_family = AF_UNIX };
   char byte, ctl[CMSG_SPACE(sizeof(int))];
   struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-  struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+  struct msghdr m = {
+    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)
+  };
   int fd = -1;
   snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -365,9 +373,11 @@ static int import_vmm(const char *path, const char *sock, size_t size, size_t ch
   int chunks_halves = fill(chunk);
   unmap_release(&v, rc_halves == CUDA_SUCCESS ? size : 0);
   int chunks_end = fill(chunk);
-  printf("{\"path\":\"%s\",\"rc_import\":%d,\"rc_map\":%d,\"byte\":%d,\"used_before\":%llu,\"used_import\":%llu,"
+  printf("{\"path\":\"%s\",\"rc_import\":%d,\"rc_map\":%d,\"byte\":%d,\"used_before\":%llu,\"used_"
+         "import\":%llu,"
          "\"used_map\":%llu,\"chunks_mapped\":%d,\"used_released\":%llu,\"chunks_released\":%d,"
-         "\"rc_map_over\":%d,\"used_half\":%llu,\"used_halves\":%llu,\"chunks_halves\":%d,\"chunks_end\":%d}\n",
+         "\"rc_map_over\":%d,\"used_half\":%llu,\"used_halves\":%llu,\"chunks_halves\":%d,\"chunks_"
+         "end\":%d}\n",
          path, rc_import, rc_map, byte, used0, used_import, used_map, chunks_mapped, used_released,
          chunks_released, rc_map_over, used_half, used_halves, chunks_halves, chunks_end);
   return 0;
@@ -392,14 +402,17 @@ static int errors(void)
   int close_unknown = cuIpcCloseMemHandle(p);
   int get_unknown = cuIpcGetMemHandle(&h, 4096);
   TRY(cuMemCreate(&vh, 2 * MIB, &prop, 0));
-  int export_unrequested = cuMemExportToShareableHandle(&fd, vh, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  int export_unrequested =
+    cuMemExportToShareableHandle(&fd, vh, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
   int export_win32 = cuMemExportToShareableHandle(&fd, vh, CU_MEM_HANDLE_TYPE_WIN32, 0);
-  int import_stdin = cuMemImportFromShareableHandle(&imp, (void *) (intptr_t) 0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  int import_stdin = cuMemImportFromShareableHandle(&imp, (void *) (intptr_t) 0,
+                                                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   TRY(cuMemRelease(vh));
   TRY(cuMemFree_v2(p));
   printf("{\"own\":%d,\"garbage\":%d,\"bad_flags\":%d,\"close_unknown\":%d,\"get_unknown\":%d,"
          "\"export_unrequested\":%d,\"export_win32\":%d,\"import_stdin\":%d}\n",
-         own, garbage, bad_flags, close_unknown, get_unknown, export_unrequested, export_win32, import_stdin);
+         own, garbage, bad_flags, close_unknown, get_unknown, export_unrequested, export_win32,
+         import_stdin);
   return 0;
 }
 

@@ -219,11 +219,11 @@ static void test_limit_resolve_turns_a_share_into_bytes(void **state)
     uint32_t ppm;
     uint64_t total, want;
   } cases[] = {
-    { 512 * MIB, 0, 80 * 1024 * MIB, 512 * MIB },          /* bytes as given */
-    { GS_LIMIT_NONE, 0, 0, GS_LIMIT_NONE },                /* no limit stays none */
-    { 0, 250000, 80 * 1024 * MIB, 20 * 1024 * MIB },       /* 25% of 80 GiB */
-    { 0, 250000, 0, GS_LIMIT_NONE },                       /* device size unknown */
-    { 0, 1000000, UINT64_MAX - 1, UINT64_MAX - 1 },        /* no overflow on the way */
+    { 512 * MIB, 0, 80 * 1024 * MIB, 512 * MIB },    /* bytes as given */
+    { GS_LIMIT_NONE, 0, 0, GS_LIMIT_NONE },          /* no limit stays none */
+    { 0, 250000, 80 * 1024 * MIB, 20 * 1024 * MIB }, /* 25% of 80 GiB */
+    { 0, 250000, 0, GS_LIMIT_NONE },                 /* device size unknown */
+    { 0, 1000000, UINT64_MAX - 1, UINT64_MAX - 1 },  /* no overflow on the way */
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     assert_int_equal(gs_limit_resolve(cases[i].bytes, cases[i].ppm, cases[i].total), cases[i].want);
@@ -293,8 +293,8 @@ static void test_daemon_paths_follow_the_environment(void **state)
   assert_string_equal(gs_daemon_listen_socket_path(), "/st/gpuslice.sock");
   assert_string_equal(gs_daemon_metrics_listen(), "127.0.0.1:9400");
   setenv("XDG_STATE_HOME", "/xdg", 1);
-  assert_string_equal(gs_daemon_ledger_path(), geteuid() == 0 ? "/var/lib/gpuslice/ledger.db"
-                                                                : "/xdg/gpuslice/ledger.db");
+  assert_string_equal(gs_daemon_ledger_path(),
+                      geteuid() == 0 ? "/var/lib/gpuslice/ledger.db" : "/xdg/gpuslice/ledger.db");
   unsetenv("GPUSLICE_STATE_DIR");
   unsetenv("XDG_STATE_HOME");
 }
@@ -305,7 +305,8 @@ int main(void)
     cmocka_unit_test_teardown(test_limits_file_is_0640_and_reads_back, drop_authority),
     cmocka_unit_test_teardown(test_limits_file_that_others_may_write_is_refused, drop_authority),
     cmocka_unit_test_teardown(test_bad_limits_files_are_refused, drop_authority),
-    cmocka_unit_test_teardown(test_authority_overrides_the_ledger_on_the_reserve_path, drop_authority),
+    cmocka_unit_test_teardown(test_authority_overrides_the_ledger_on_the_reserve_path,
+                              drop_authority),
     cmocka_unit_test_teardown(test_compute_limits_come_from_the_authority, drop_authority),
     cmocka_unit_test_teardown(test_limits_of_another_instance_are_not_found, drop_authority),
     cmocka_unit_test(test_limit_resolve_turns_a_share_into_bytes),

@@ -13,8 +13,15 @@
 static void test_a_registration_reads_back_as_it_was_built(void **state)
 {
   struct tenant_json_reg in = {
-    .name = "train-1", .pid = 4242, .state_dir = "/run/gpuslice", .labels = "team=ml\nenv=prod\n", .gpu = 1,
-    .lim = { .vram_bytes = 8ULL << 30, .compute_ppm = 400000, .policy = GS_COMPUTE_CAP, .priority = GS_PRIO_HIGH },
+    .name = "train-1",
+    .pid = 4242,
+    .state_dir = "/run/gpuslice",
+    .labels = "team=ml\nenv=prod\n",
+    .gpu = 1,
+    .lim = { .vram_bytes = 8ULL << 30,
+             .compute_ppm = 400000,
+             .policy = GS_COMPUTE_CAP,
+             .priority = GS_PRIO_HIGH },
   };
   struct tenant_json_reg out;
   char labels[GS_LEDGER_LABELS_MAX];
@@ -32,7 +39,8 @@ static void test_a_registration_reads_back_as_it_was_built(void **state)
   assert_int_equal(out.lim.compute_ppm, 400000);
   assert_int_equal(out.lim.policy, GS_COMPUTE_CAP);
   assert_int_equal(out.lim.priority, GS_PRIO_HIGH);
-  assert_true(out.vram_given && out.compute_given[0] && out.compute_given[1] && out.compute_given[2]);
+  assert_true(out.vram_given && out.compute_given[0] && out.compute_given[1] &&
+              out.compute_given[2]);
   json_decref(body);
 }
 
@@ -44,19 +52,22 @@ static void test_unset_fields_are_null_and_read_back_unset(void **state)
   gs_error_t err = NULL;
   (void) state;
   json_t *body = tenant_json_reg(&in);
-  const char *nulls[] = { "pid", "state_dir", "labels", "gpu", "vram_bytes", "vram_pct", "compute_pct" };
+  const char *nulls[] = { "pid",        "state_dir", "labels",     "gpu",
+                          "vram_bytes", "vram_pct",  "compute_pct" };
   for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
     if (!json_is_null(json_object_get(body, nulls[i])))
       fail_msg("'%s' is not null", nulls[i]);
   assert_int_equal(tenant_json_read_reg(body, &out, labels, sizeof(labels), &err), 0);
   assert_true(out.pid == 0 && out.state_dir == NULL && out.labels == NULL && out.gpu == -1);
-  assert_true(out.lim.vram_bytes == GS_LIMIT_NONE && out.lim.vram_ppm == 0 && out.lim.compute_ppm == 0);
+  assert_true(out.lim.vram_bytes == GS_LIMIT_NONE && out.lim.vram_ppm == 0 &&
+              out.lim.compute_ppm == 0);
   json_decref(body);
 }
 
 static void test_a_percentage_of_vram_wins_over_bytes(void **state)
 {
-  json_t *body = json_pack("{s:s, s:I, s:f}", "name", "half", "vram_bytes", (json_int_t) 1 << 30, "vram_pct", 50.0);
+  json_t *body = json_pack("{s:s, s:I, s:f}", "name", "half", "vram_bytes", (json_int_t) 1 << 30,
+                           "vram_pct", 50.0);
   struct tenant_json_reg out;
   char labels[64];
   gs_error_t err = NULL;
@@ -69,7 +80,9 @@ static void test_a_percentage_of_vram_wins_over_bytes(void **state)
 
 static void test_the_limits_have_the_five_documented_keys(void **state)
 {
-  struct tenant_json_limits lim = { .vram_bytes = 1 << 20, .vram_ppm = 250000, .policy = GS_COMPUTE_SHARE };
+  struct tenant_json_limits lim = { .vram_bytes = 1 << 20,
+                                    .vram_ppm = 250000,
+                                    .policy = GS_COMPUTE_SHARE };
   (void) state;
   json_t *o = tenant_json_limits(&lim);
   assert_int_equal(json_object_size(o), 5);
@@ -118,7 +131,8 @@ static void test_a_bad_field_is_an_error_that_names_it(void **state)
 
 static void test_labels_longer_than_the_buffer_are_refused(void **state)
 {
-  json_t *body = json_pack("{s:s, s:{s:s}}", "name", "ok", "labels", "team", "a-rather-long-team-name");
+  json_t *body =
+    json_pack("{s:s, s:{s:s}}", "name", "ok", "labels", "team", "a-rather-long-team-name");
   struct tenant_json_reg out;
   char labels[16];
   gs_error_t err = NULL;

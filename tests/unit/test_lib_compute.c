@@ -136,7 +136,8 @@ static void test_cap_does_not_save_up_idle_time(void **state)
   int a = row("a", 40, GS_COMPUTE_CAP, GS_PRIO_NORMAL);
   uint64_t budget = gs_board_cap_budget(b, a, T0 + 3600 * 1000 * MS);
   assert_true(budget <= 2 * gs_board_slice_ns(b));
-  assert_int_equal(gs_board_cap_budget(b, row("s", 40, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), T0), UINT64_MAX);
+  assert_int_equal(gs_board_cap_budget(b, row("s", 40, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), T0),
+                   UINT64_MAX);
 }
 
 static void test_unlimited_rows_share_what_limited_ones_leave(void **state)
@@ -152,7 +153,8 @@ static void test_unlimited_rows_share_what_limited_ones_leave(void **state)
 static void test_returning_row_starts_level_not_ahead(void **state)
 {
   (void) state;
-  int a = row("a", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), c = row("c", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  int a = row("a", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL),
+      c = row("c", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
   uint64_t later = T0 + 10000 * MS;
   gs_board_wait_mark(b, a, later);
   gs_board_charge(b, a, 5000 * MS, later);
@@ -164,7 +166,8 @@ static void test_returning_row_starts_level_not_ahead(void **state)
 static void test_turn_is_exclusive_and_stealable_from_idle_or_dead(void **state)
 {
   (void) state;
-  int a = row("a", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), c = row("c", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  int a = row("a", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL),
+      c = row("c", 50, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
   uint64_t t = gs_board_take(b, a, getpid(), T0);
   assert_true(t != 0);
   assert_int_equal(gs_board_take(b, c, getpid(), T0), 0);
@@ -221,7 +224,8 @@ static void test_scans_stop_at_the_rows_in_use(void **state)
 {
   (void) state;
   assert_int_equal(gs_board_rows(b), 0);
-  int a = row("a", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), c = row("c", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  int a = row("a", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL),
+      c = row("c", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
   assert_int_equal(gs_board_rows(b), 2);
   assert_int_equal(row("a", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), a);
   assert_int_equal(gs_board_rows(b), 2);
@@ -268,18 +272,22 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_board_reopen_sees_same_rows, setup, teardown),
     cmocka_unit_test_setup_teardown(test_board_rejects_bad_uuid_and_foreign_file, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_pick_prefers_row_furthest_behind_its_share, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_pick_prefers_row_furthest_behind_its_share, setup,
+                                    teardown),
     cmocka_unit_test_setup_teardown(test_pick_takes_higher_priority_first, setup, teardown),
     cmocka_unit_test_setup_teardown(test_waiting_goes_stale, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cap_holds_row_to_its_share_of_wall_time, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cap_does_not_save_up_idle_time, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_unlimited_rows_share_what_limited_ones_leave, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_unlimited_rows_share_what_limited_ones_leave, setup,
+                                    teardown),
     cmocka_unit_test_setup_teardown(test_returning_row_starts_level_not_ahead, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_turn_is_exclusive_and_stealable_from_idle_or_dead, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_turn_is_exclusive_and_stealable_from_idle_or_dead, setup,
+                                    teardown),
     cmocka_unit_test_setup_teardown(test_rows_run_out_cleanly, setup, teardown),
     cmocka_unit_test_setup_teardown(test_board_holds_1024_tenants_and_their_turns, setup, teardown),
     cmocka_unit_test_setup_teardown(test_scans_stop_at_the_rows_in_use, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_board_full_setting_is_wait_bounded_or_refuse, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_board_full_setting_is_wait_bounded_or_refuse, setup,
+                                    teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,8 +18,11 @@
 static void test_stack_seed_10000_to_2400_in_three_steps(void **state)
 {
   (void) state;
-  struct gs_stack_input in = { .monthly = 10000, .sharing_cut = 0.4, .spot_fraction = 0.5,
-                               .spot_discount = 0.7, .commit_fraction = 0.5,
+  struct gs_stack_input in = { .monthly = 10000,
+                               .sharing_cut = 0.4,
+                               .spot_fraction = 0.5,
+                               .spot_discount = 0.7,
+                               .commit_fraction = 0.5,
                                .commit_discount = 0.5 };
   struct gs_cost_step s[GS_COST_STACK_STEPS];
   assert_int_equal(gs_cost_stack(&in, s, GS_COST_STACK_STEPS), 3);
@@ -64,11 +67,11 @@ static void test_stack_refuses_bad_fractions_with_a_reason(void **state)
 {
   (void) state;
   const struct gs_stack_input bad[] = {
-    { -1, 0, 0, 0, 0, 0 },     { 1, 1.5, 0, 0, 0, 0 },   { 1, 0, 0.6, 0.5, 0.6, 0.5 },
-    { 1, 0, 0, -0.1, 0, 0 },   { NAN, 0, 0, 0, 0, 0 },   { 1, 0, 0, 0, 0, INFINITY },
+    { -1, 0, 0, 0, 0, 0 },   { 1, 1.5, 0, 0, 0, 0 }, { 1, 0, 0.6, 0.5, 0.6, 0.5 },
+    { 1, 0, 0, -0.1, 0, 0 }, { NAN, 0, 0, 0, 0, 0 }, { 1, 0, 0, 0, 0, INFINITY },
   };
-  const char *why[] = { "monthly", "sharing cut", "more than 1", "spot discount", "monthly",
-                        "commit discount" };
+  const char *why[] = { "monthly",       "sharing cut", "more than 1",
+                        "spot discount", "monthly",     "commit discount" };
   struct gs_cost_step s[3];
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     gs_error_t err = NULL;

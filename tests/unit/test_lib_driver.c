@@ -152,7 +152,10 @@ static void test_driver_check_rejects_a_bad_list_naming_the_token(void **state)
 {
   static const struct {
     const char *spec, *token;
-  } bad[] = { { "bogus", "bogus" }, { "t4:x", "t4:x" }, { "t4,,l4", "t4,,l4" }, { "t4:0", "t4:0" },
+  } bad[] = { { "bogus", "bogus" },
+              { "t4:x", "t4:x" },
+              { "t4,,l4", "t4,,l4" },
+              { "t4:0", "t4:0" },
               { "t4,bo\ngus", "bo?gus" } };
   gs_error_t err = NULL;
   (void) state;

@@ -74,9 +74,13 @@ static void test_errors_stay_one_line_whatever_they_quote(void **state)
   (void) state;
   gs_error_t err = NULL;
   gs_make_error(&err, 0, "bad size '%s'", "1\nG\t\x7f");
-  assert_string_equal(err->msg, "bad size '1?G?" "?'");
+  assert_string_equal(err->msg,
+                      "bad size '1?G?"
+                      "?'");
   gs_error_prepend(&err, "--vram %s", "a\rb");
-  assert_string_equal(err->msg, "--vram a?b: bad size '1?G?" "?'");
+  assert_string_equal(err->msg,
+                      "--vram a?b: bad size '1?G?"
+                      "?'");
   gs_error_release(&err);
 }
 
@@ -90,8 +94,8 @@ static void test_scrub_ctl_replaces_control_characters_and_del_only(void **state
     { "plain text", "plain text" },
     { "a\nb\rc\td", "a_b_c_d" },
     { "\x01\x1f\x7f", "___" },
-    { " ~", " ~" },                       /* 0x20 and 0x7e are printable */
-    { "caf\xc3\xa9", "caf\xc3\xa9" },      /* UTF-8 bytes (>= 0x80) are kept */
+    { " ~", " ~" },                   /* 0x20 and 0x7e are printable */
+    { "caf\xc3\xa9", "caf\xc3\xa9" }, /* UTF-8 bytes (>= 0x80) are kept */
     { "", "" },
   };
   (void) state;
@@ -112,11 +116,13 @@ static void test_utf8_scrub_replaces_each_byte_outside_valid_sequences(void **st
   } cases[] = {
     { "plain", "plain", 0 },
     { "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 0 },
-    { "\xff\xfe" "AA", "??AA", 2 },
-    { "\xc0\xaf", "??", 2 },             /* overlong '/' */
-    { "\xed\xa0\x80", "???", 3 },        /* a surrogate */
-    { "\xf4\x90\x80\x80", "????", 4 },  /* past U+10FFFF */
-    { "ab\xc3", "ab?", 1 },               /* cut short */
+    { "\xff\xfe"
+      "AA",
+      "??AA", 2 },
+    { "\xc0\xaf", "??", 2 },           /* overlong '/' */
+    { "\xed\xa0\x80", "???", 3 },      /* a surrogate */
+    { "\xf4\x90\x80\x80", "????", 4 }, /* past U+10FFFF */
+    { "ab\xc3", "ab?", 1 },            /* cut short */
     { "", "", 0 },
   };
   (void) state;

@@ -365,13 +365,16 @@ static void test_write_limits_reaches_the_same_instance_only(void **state)
   atomic_init(&lim.compute.limit_ppm, 250000);
   atomic_init(&lim.compute.policy, GS_COMPUTE_CAP);
   atomic_init(&lim.compute.priority, GS_PRIO_HIGH);
-  assert_int_equal(gs_ledger_write_limits(dir, "mirror", geteuid(), l->created_unix_ns + 1, &lim, &err), -1);
+  assert_int_equal(
+    gs_ledger_write_limits(dir, "mirror", geteuid(), l->created_unix_ns + 1, &lim, &err), -1);
   assert_non_null(strstr(err->msg, "another instance"));
   gs_error_release(&err);
   assert_int_equal(atomic_load(&l->gpu[0].limit_ppm), 500000);
-  assert_int_equal(gs_ledger_write_limits(dir, "mirror", geteuid() + 1, l->created_unix_ns, &lim, &err), -1);
+  assert_int_equal(
+    gs_ledger_write_limits(dir, "mirror", geteuid() + 1, l->created_unix_ns, &lim, &err), -1);
   gs_error_release(&err);
-  assert_int_equal(gs_ledger_write_limits(dir, "mirror", geteuid(), l->created_unix_ns, &lim, &err), 0);
+  assert_int_equal(gs_ledger_write_limits(dir, "mirror", geteuid(), l->created_unix_ns, &lim, &err),
+                   0);
   assert_int_equal(atomic_load(&l->gpu[0].limit_ppm), 0);
   assert_int_equal(atomic_load(&l->gpu[0].limit_bytes), 4096);
   assert_int_equal(atomic_load(&l->gpu[1].limit_bytes), GS_LIMIT_NONE);

@@ -81,31 +81,31 @@ static char *lines_starting(const char *out, const char *prefix)
 
 #define GPU_LABELS                                                                               \
   "gpu=\"0\",UUID=\"GPU-11111111-2222-3333-4444-555555555555\",pci_bus_id=\"00000000:3B:00.0\"," \
-  "device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node1\","                  \
+  "device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node1\","                   \
   "DCGM_FI_DRIVER_VERSION=\"550.54.15\""
 
 static const char expected_gpu_section[] =
-    "# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).\n"
-    "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n"
-    "DCGM_FI_DEV_SM_CLOCK{" GPU_LABELS "} 1980\n"
-    "# HELP DCGM_FI_DEV_MEM_CLOCK Memory clock frequency (in MHz).\n"
-    "# TYPE DCGM_FI_DEV_MEM_CLOCK gauge\n"
-    "DCGM_FI_DEV_MEM_CLOCK{" GPU_LABELS "} 2619\n"
-    "# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).\n"
-    "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"
-    "DCGM_FI_DEV_GPU_TEMP{" GPU_LABELS "} 35\n"
-    "# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n"
-    "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
-    "DCGM_FI_DEV_POWER_USAGE{" GPU_LABELS "} 61.25\n"
-    "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n"
-    "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
-    "DCGM_FI_DEV_GPU_UTIL{" GPU_LABELS "} 42\n"
-    "# HELP DCGM_FI_DEV_FB_FREE Framebuffer memory free (in MiB).\n"
-    "# TYPE DCGM_FI_DEV_FB_FREE gauge\n"
-    "DCGM_FI_DEV_FB_FREE{" GPU_LABELS "} 78847\n"
-    "# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).\n"
-    "# TYPE DCGM_FI_DEV_FB_USED gauge\n"
-    "DCGM_FI_DEV_FB_USED{" GPU_LABELS "} 3072\n";
+  "# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).\n"
+  "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n"
+  "DCGM_FI_DEV_SM_CLOCK{" GPU_LABELS "} 1980\n"
+  "# HELP DCGM_FI_DEV_MEM_CLOCK Memory clock frequency (in MHz).\n"
+  "# TYPE DCGM_FI_DEV_MEM_CLOCK gauge\n"
+  "DCGM_FI_DEV_MEM_CLOCK{" GPU_LABELS "} 2619\n"
+  "# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).\n"
+  "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"
+  "DCGM_FI_DEV_GPU_TEMP{" GPU_LABELS "} 35\n"
+  "# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n"
+  "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
+  "DCGM_FI_DEV_POWER_USAGE{" GPU_LABELS "} 61.25\n"
+  "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n"
+  "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
+  "DCGM_FI_DEV_GPU_UTIL{" GPU_LABELS "} 42\n"
+  "# HELP DCGM_FI_DEV_FB_FREE Framebuffer memory free (in MiB).\n"
+  "# TYPE DCGM_FI_DEV_FB_FREE gauge\n"
+  "DCGM_FI_DEV_FB_FREE{" GPU_LABELS "} 78847\n"
+  "# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).\n"
+  "# TYPE DCGM_FI_DEV_FB_USED gauge\n"
+  "DCGM_FI_DEV_FB_USED{" GPU_LABELS "} 3072\n";
 
 static void test_gpu_series_match_dcgm_exporter_names_labels_and_units(void **state)
 {
@@ -140,46 +140,46 @@ static void test_tenant_series_exact_text(void **state)
   char *tenant_part = strstr(out, "# HELP gpuslice_tenant_vram_used_bytes");
   assert_non_null(tenant_part);
   static const char expected[] =
-      "# HELP gpuslice_tenant_vram_used_bytes Device memory the tenant holds on this GPU, in "
-      "bytes.\n"
-      "# TYPE gpuslice_tenant_vram_used_bytes gauge\n"
-      "gpuslice_tenant_vram_used_bytes{" T_LABELS ",label_team=\"vision\"} 1073741824\n"
-      "# HELP gpuslice_tenant_vram_limit_bytes The tenant's device memory limit on this GPU, in "
-      "bytes (absent when unlimited).\n"
-      "# TYPE gpuslice_tenant_vram_limit_bytes gauge\n"
-      "gpuslice_tenant_vram_limit_bytes{" T_LABELS ",label_team=\"vision\"} 2147483648\n"
-      "# HELP gpuslice_tenant_compute_share Share of this GPU's time the tenant used over the "
-      "last sampling window (0 to 1).\n"
-      "# TYPE gpuslice_tenant_compute_share gauge\n"
-      "gpuslice_tenant_compute_share{" T_LABELS ",label_team=\"vision\"} 0.125\n"
-      "# HELP gpuslice_tenant_compute_limit The tenant's compute limit on this GPU as a share of "
-      "its time (0 to 1; absent when unlimited).\n"
-      "# TYPE gpuslice_tenant_compute_limit gauge\n"
-      "gpuslice_tenant_compute_limit{" T_LABELS ",label_team=\"vision\"} 0.4\n"
-      "# HELP gpuslice_tenant_gpu_seconds_total Device time the tenant's work ran on this GPU, in "
-      "seconds.\n"
-      "# TYPE gpuslice_tenant_gpu_seconds_total counter\n"
-      "gpuslice_tenant_gpu_seconds_total{" T_LABELS ",label_team=\"vision\"} 12.500000001\n"
-      "# HELP gpuslice_tenant_throttled_seconds_total Time the tenant waited at its compute "
-      "limit on this GPU, in seconds.\n"
-      "# TYPE gpuslice_tenant_throttled_seconds_total counter\n"
-      "gpuslice_tenant_throttled_seconds_total{" T_LABELS ",label_team=\"vision\"} 0.5\n"
-      "# HELP gpuslice_tenant_violation_bytes Device memory NVML counts for the tenant's processes "
-      "over its limit on this GPU, in bytes (0 when within it).\n"
-      "# TYPE gpuslice_tenant_violation_bytes gauge\n"
-      "gpuslice_tenant_violation_bytes{" T_LABELS ",label_team=\"vision\"} 536870912\n"
-      "# HELP gpuslice_tenant_violation_compute_share Share of this GPU's time NVML counts for the "
-      "tenant over its compute limit (0 when within it).\n"
-      "# TYPE gpuslice_tenant_violation_compute_share gauge\n"
-      "gpuslice_tenant_violation_compute_share{" T_LABELS ",label_team=\"vision\"} 0.25\n"
-      "# HELP gpuslice_tenant_vram_violations_total Device memory violations the daemon found on "
-      "this GPU, one per start of an excess.\n"
-      "# TYPE gpuslice_tenant_vram_violations_total counter\n"
-      "gpuslice_tenant_vram_violations_total{" T_LABELS ",label_team=\"vision\"} 2\n"
-      "# HELP gpuslice_tenant_compute_violations_total Compute violations the daemon found on this "
-      "GPU, one per start of an excess.\n"
-      "# TYPE gpuslice_tenant_compute_violations_total counter\n"
-      "gpuslice_tenant_compute_violations_total{" T_LABELS ",label_team=\"vision\"} 1\n";
+    "# HELP gpuslice_tenant_vram_used_bytes Device memory the tenant holds on this GPU, in "
+    "bytes.\n"
+    "# TYPE gpuslice_tenant_vram_used_bytes gauge\n"
+    "gpuslice_tenant_vram_used_bytes{" T_LABELS ",label_team=\"vision\"} 1073741824\n"
+    "# HELP gpuslice_tenant_vram_limit_bytes The tenant's device memory limit on this GPU, in "
+    "bytes (absent when unlimited).\n"
+    "# TYPE gpuslice_tenant_vram_limit_bytes gauge\n"
+    "gpuslice_tenant_vram_limit_bytes{" T_LABELS ",label_team=\"vision\"} 2147483648\n"
+    "# HELP gpuslice_tenant_compute_share Share of this GPU's time the tenant used over the "
+    "last sampling window (0 to 1).\n"
+    "# TYPE gpuslice_tenant_compute_share gauge\n"
+    "gpuslice_tenant_compute_share{" T_LABELS ",label_team=\"vision\"} 0.125\n"
+    "# HELP gpuslice_tenant_compute_limit The tenant's compute limit on this GPU as a share of "
+    "its time (0 to 1; absent when unlimited).\n"
+    "# TYPE gpuslice_tenant_compute_limit gauge\n"
+    "gpuslice_tenant_compute_limit{" T_LABELS ",label_team=\"vision\"} 0.4\n"
+    "# HELP gpuslice_tenant_gpu_seconds_total Device time the tenant's work ran on this GPU, in "
+    "seconds.\n"
+    "# TYPE gpuslice_tenant_gpu_seconds_total counter\n"
+    "gpuslice_tenant_gpu_seconds_total{" T_LABELS ",label_team=\"vision\"} 12.500000001\n"
+    "# HELP gpuslice_tenant_throttled_seconds_total Time the tenant waited at its compute "
+    "limit on this GPU, in seconds.\n"
+    "# TYPE gpuslice_tenant_throttled_seconds_total counter\n"
+    "gpuslice_tenant_throttled_seconds_total{" T_LABELS ",label_team=\"vision\"} 0.5\n"
+    "# HELP gpuslice_tenant_violation_bytes Device memory NVML counts for the tenant's processes "
+    "over its limit on this GPU, in bytes (0 when within it).\n"
+    "# TYPE gpuslice_tenant_violation_bytes gauge\n"
+    "gpuslice_tenant_violation_bytes{" T_LABELS ",label_team=\"vision\"} 536870912\n"
+    "# HELP gpuslice_tenant_violation_compute_share Share of this GPU's time NVML counts for the "
+    "tenant over its compute limit (0 when within it).\n"
+    "# TYPE gpuslice_tenant_violation_compute_share gauge\n"
+    "gpuslice_tenant_violation_compute_share{" T_LABELS ",label_team=\"vision\"} 0.25\n"
+    "# HELP gpuslice_tenant_vram_violations_total Device memory violations the daemon found on "
+    "this GPU, one per start of an excess.\n"
+    "# TYPE gpuslice_tenant_vram_violations_total counter\n"
+    "gpuslice_tenant_vram_violations_total{" T_LABELS ",label_team=\"vision\"} 2\n"
+    "# HELP gpuslice_tenant_compute_violations_total Compute violations the daemon found on this "
+    "GPU, one per start of an excess.\n"
+    "# TYPE gpuslice_tenant_compute_violations_total counter\n"
+    "gpuslice_tenant_compute_violations_total{" T_LABELS ",label_team=\"vision\"} 1\n";
   assert_string_equal(tenant_part, expected);
   free(out);
 }
@@ -218,9 +218,10 @@ static void test_label_values_are_escaped(void **state)
   strcpy(g.model, "Model \"Q\"");
   char *out = render(&s, NULL);
   char *used = lines_starting(out, "gpuslice_tenant_vram_used_bytes{");
-  assert_string_equal(used, "gpuslice_tenant_vram_used_bytes{tenant=\"x\\\"y\",gpu=\"0\","
-                            "UUID=\"GPU-11111111-2222-3333-4444-555555555555\","
-                            "label_note=\"a\\\"b\\\\c\\nd\"} 0\n");
+  assert_string_equal(used,
+                      "gpuslice_tenant_vram_used_bytes{tenant=\"x\\\"y\",gpu=\"0\","
+                      "UUID=\"GPU-11111111-2222-3333-4444-555555555555\","
+                      "label_note=\"a\\\"b\\\\c\\nd\"} 0\n");
   assert_non_null(strstr(out, "modelName=\"Model \\\"Q\\\"\""));
   free(used);
   free(out);
@@ -235,8 +236,9 @@ static void test_invalid_utf8_in_values_becomes_replacement_character(void **sta
   struct gs_snapshot s = snapshot(&g, 1, &t, 1);
   char *out = render(&s, NULL);
   /* é stays; a stray 0xff, a cut sequence and a surrogate each become U+FFFD per byte. */
-  assert_non_null(strstr(out, "label_k=\"ok\xc3\xa9|\xef\xbf\xbd|\xef\xbf\xbd|"
-                              "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""));
+  assert_non_null(strstr(out,
+                         "label_k=\"ok\xc3\xa9|\xef\xbf\xbd|\xef\xbf\xbd|"
+                         "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""));
   free(out);
 }
 
@@ -244,14 +246,18 @@ static void test_label_keys_are_sanitized(void **state)
 {
   (void) state;
   struct gs_snap_gpu g = one_gpu();
-  const char *kv[][2] = { { "team.name", "a" }, { "9lives", "b" }, { "k8s/app-id", "c" },
-                          { "", "d" }, { "__reserved", "e" } };
+  const char *kv[][2] = { { "team.name", "a" },
+                          { "9lives", "b" },
+                          { "k8s/app-id", "c" },
+                          { "", "d" },
+                          { "__reserved", "e" } };
   struct gs_snap_tenant t = tenant("t", 5, kv);
   struct gs_snapshot s = snapshot(&g, 1, &t, 1);
   char *out = render(&s, NULL);
   char *used = lines_starting(out, "gpuslice_tenant_vram_used_bytes{");
-  assert_non_null(strstr(used, ",label_team_name=\"a\",label_9lives=\"b\",label_k8s_app_id=\"c\","
-                               "label_=\"d\",label___reserved=\"e\"}"));
+  assert_non_null(strstr(used,
+                         ",label_team_name=\"a\",label_9lives=\"b\",label_k8s_app_id=\"c\","
+                         "label_=\"d\",label___reserved=\"e\"}"));
   free(used);
   free(out);
 }
@@ -281,14 +287,16 @@ static void test_sanitizing_collisions_never_duplicate_label_names(void **state)
 {
   (void) state;
   struct gs_snap_gpu g = one_gpu();
-  const char *kv[][2] = { { "team-a", "1" }, { "team.a", "2" }, { "team_a", "3" },
-                          { "team_a_2", "4" }, { "team a", "5" } };
+  const char *kv[][2] = {
+    { "team-a", "1" }, { "team.a", "2" }, { "team_a", "3" }, { "team_a_2", "4" }, { "team a", "5" }
+  };
   struct gs_snap_tenant t = tenant("t", 5, kv);
   struct gs_snapshot s = snapshot(&g, 1, &t, 1);
   char *out = render(&s, NULL);
   char *used = lines_starting(out, "gpuslice_tenant_vram_used_bytes{");
-  assert_non_null(strstr(used, ",label_team_a=\"1\",label_team_a_2=\"2\",label_team_a_3=\"3\","
-                               "label_team_a_2_2=\"4\",label_team_a_4=\"5\"}"));
+  assert_non_null(strstr(used,
+                         ",label_team_a=\"1\",label_team_a_2=\"2\",label_team_a_3=\"3\","
+                         "label_team_a_2_2=\"4\",label_team_a_4=\"5\"}"));
   assert_no_duplicate_label_names(used);
   free(used);
   free(out);
@@ -298,8 +306,12 @@ static void test_health_series_and_values(void **state)
 {
   (void) state;
   struct gs_snapshot s = snapshot(NULL, 0, NULL, 0);
-  struct gs_metrics_health h = { .uptime_s = 12.5, .samples_total = 12, .sample_errors_total = 1,
-                                 .last_sample_duration_s = 0.000321, .tenants = 3, .gpus = 2 };
+  struct gs_metrics_health h = { .uptime_s = 12.5,
+                                 .samples_total = 12,
+                                 .sample_errors_total = 1,
+                                 .last_sample_duration_s = 0.000321,
+                                 .tenants = 3,
+                                 .gpus = 2 };
   char *out = render(&s, &h);
   const char *expect[] = {
     "\ngpuslice_daemon_up 1\n",

@@ -53,8 +53,8 @@ static void test_default_table_has_a100_h100_h200(void **state)
   const struct {
     const char *model;
     size_t n;
-  } want[] = { { "a100-40gb", 7 }, { "A100-80GB", 7 }, { "h100-80gb", 7 }, { "h100-94gb", 7 },
-               { "h100-96gb", 6 }, { "NVIDIA H200", 7 } };
+  } want[] = { { "a100-40gb", 7 }, { "A100-80GB", 7 }, { "h100-80gb", 7 },
+               { "h100-94gb", 7 }, { "h100-96gb", 6 }, { "NVIDIA H200", 7 } };
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
     size_t n;
     gs_error_t err = NULL;
@@ -98,17 +98,17 @@ static void test_smallest_fit_picks_fewest_slices_that_hold_the_bytes(void **sta
     uint64_t bytes;
     const char *want;
   } cases[] = {
-    { "h100-80gb", 10 * GB, "1g.10gb" },     /* 9.31 GiB <= 9.75 */
-    { "h100-80gb", 10 * GIB, "1g.20gb" },    /* 1g.20gb before 2g.20gb: less compute */
-    { "h100-80gb", 35 * GB, "3g.40gb" },     { "h100-80gb", 79 * GIB, "7g.80gb" },
-    { "a100-40gb", 4 * GIB, "1g.5gb" },      { "a100-40gb", 5 * GIB, "1g.10gb" },
-    { "h200-141gb", 15 * GIB, "1g.18gb" },   { "h200-141gb", 40 * GIB, "3g.71gb" },
+    { "h100-80gb", 10 * GB, "1g.10gb" },  /* 9.31 GiB <= 9.75 */
+    { "h100-80gb", 10 * GIB, "1g.20gb" }, /* 1g.20gb before 2g.20gb: less compute */
+    { "h100-80gb", 35 * GB, "3g.40gb" },   { "h100-80gb", 79 * GIB, "7g.80gb" },
+    { "a100-40gb", 4 * GIB, "1g.5gb" },    { "a100-40gb", 5 * GIB, "1g.10gb" },
+    { "h200-141gb", 15 * GIB, "1g.18gb" }, { "h200-141gb", 40 * GIB, "3g.71gb" },
     { "a100-80gb", 1, "1g.10gb" },
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     gs_error_t err = NULL;
-    const struct gs_mig_profile *p = gs_mig_smallest_fit(table, cases[i].model, cases[i].bytes,
-                                                         &err);
+    const struct gs_mig_profile *p =
+      gs_mig_smallest_fit(table, cases[i].model, cases[i].bytes, &err);
     if (!p)
       fail_msg("%s", err->msg);
     if (strcmp(p->name, cases[i].want) != 0)
@@ -121,12 +121,14 @@ static void test_smallest_fit_errors_too_big_and_no_mig(void **state)
   (void) state;
   gs_error_t err = NULL;
   assert_null(gs_mig_smallest_fit(table, "h100-80gb", 80 * GIB, &err));
-  assert_string_equal(err->msg, "80.00 GiB is more than the largest MIG profile of h100-80gb "
-                                "holds (7g.80gb, 79.25 GiB)");
+  assert_string_equal(err->msg,
+                      "80.00 GiB is more than the largest MIG profile of h100-80gb "
+                      "holds (7g.80gb, 79.25 GiB)");
   gs_error_release(&err);
   assert_null(gs_mig_smallest_fit(table, "t4", GIB, &err));
-  assert_string_equal(err->msg, "GPU model 't4' has no MIG profiles in built-in "
-                                "(data/mig/mig_gi_profiles.csv)");
+  assert_string_equal(err->msg,
+                      "GPU model 't4' has no MIG profiles in built-in "
+                      "(data/mig/mig_gi_profiles.csv)");
   gs_error_release(&err);
   assert_null(gs_mig_smallest_fit(table, "v100", GIB, &err));
   assert_non_null(strstr(err->msg, "unknown GPU model 'v100'"));
@@ -211,13 +213,13 @@ static void test_plan_demand_lists_that_need_several_gpus(void **state)
     uint64_t gb[16];
     int n, gpus;
   } cases[] = {
-    { "h100-80gb", { 35, 35, 35 }, 3, 2 },                        /* 3g: two per GPU */
+    { "h100-80gb", { 35, 35, 35 }, 3, 2 },                              /* 3g: two per GPU */
     { "h100-80gb", { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10 }, 10, 2 }, /* 1g: seven per GPU */
-    { "h100-80gb", { 35, 35, 10 }, 3, 2 },                        /* 3g+3g fill all 8 */
-    { "h100-80gb", { 70, 70, 10 }, 3, 3 },                        /* 7g each, 1g alone */
-    { "h100-80gb", { 20, 20, 20, 20 }, 4, 1 },                    /* 4 x 1g.20gb at 0,2,4,6 */
-    { "h100-80gb", { 20, 20, 20, 20, 20 }, 5, 2 },                /* 1g.20gb max 4 */
-    { "a100-40gb", { 10, 10, 10, 10, 10 }, 5, 2 },                /* 1g.10gb max 4 */
+    { "h100-80gb", { 35, 35, 10 }, 3, 2 },                              /* 3g+3g fill all 8 */
+    { "h100-80gb", { 70, 70, 10 }, 3, 3 },                              /* 7g each, 1g alone */
+    { "h100-80gb", { 20, 20, 20, 20 }, 4, 1 },                          /* 4 x 1g.20gb at 0,2,4,6 */
+    { "h100-80gb", { 20, 20, 20, 20, 20 }, 5, 2 },                      /* 1g.20gb max 4 */
+    { "a100-40gb", { 10, 10, 10, 10, 10 }, 5, 2 },                      /* 1g.10gb max 4 */
     { "h200-141gb", { 60, 60, 60 }, 3, 2 },
     { "a100-80gb", { 35, 35, 10, 10, 10, 10 }, 6, 2 },
   };
@@ -305,7 +307,8 @@ static void test_bad_tables_name_line_and_reason(void **state)
     { "H100-80GB,1g.10gb,9,1,7,0,9.75\n", "line 2: compute_slices '9' is out of range" },
     { "X100,1g.10gb,1,1,7,0,9.75\n", "line 2: unknown GPU model 'X100'" },
     { "H100-80GB,big,1,1,7,0,?\n", "line 2: profile 'big' is not a name like 3g.40gb" },
-    { "H100-80GB,1g.gb,1,1,7,0,?\n", "line 2: mem_gib is unknown and profile '1g.gb' names no size" },
+    { "H100-80GB,1g.gb,1,1,7,0,?\n",
+      "line 2: mem_gib is unknown and profile '1g.gb' names no size" },
     { "H100-80GB,1g.10gb,1,1,7,0,9.75\nH100-80GB,1g.10gb,1,1,7,0,9.75\n",
       "line 3: profile 1g.10gb of h100-80gb appears twice" },
     { "H100-80GB,1g.10gb,1,1.5,7,0,9.75\n", "line 2: slice counts must be whole numbers" },

@@ -43,6 +43,7 @@ static int count_call(void *dst, const char *arg, gs_error_t *err)
 
 static const char *const formats[] = { "table", "json", "html", NULL };
 #define OFF(f) offsetof(struct opts, f)
+// clang-format off
 static const struct gs_opt entries[] = {
   { .name = "json", .kind = GS_OPT_FLAG, .offset = OFF(json), .help = "Print JSON" },
   { .name = "name", .arg = "NAME", .kind = GS_OPT_STRING, .offset = OFF(name), .help = "A name" },
@@ -63,10 +64,13 @@ static const struct gs_opt entries[] = {
   { .name = "stop", .kind = GS_OPT_FLAG, .offset = OFF(stop), .flags = GS_OPT_STOP, .help = "Acts at once" },
   GS_OPT_HELP_ENTRY,
 };
+// clang-format on
+// clang-format off
 static const struct gs_opt_table table = {
   .verb = "demo", .synopsis = "demo [OPTIONS]", .intro = "Intro.\n", .outro = "Exit status: 0.\n",
   .opts = entries, .nopts = GS_OPT_COUNT(entries), .flags = GS_OPTS_ONCE,
 };
+// clang-format on
 
 /* Every word parse() hands to gs_opt_parse, kept for the whole run as a process keeps its
  * argv: parsed values point into them. */
@@ -116,8 +120,10 @@ static void test_typed_values_land_in_the_struct_and_parsing_stops_at_an_operand
   struct opts o = { 0 };
   char *msg;
   int next = 0;
-  assert_int_equal(parse(&o, &msg, &next, "--json", "--name", "x", "-s", "0.5", "--headroom", "20", "--format",
-                         "html", "--call", "a", "--call", "b", "CMD", "--seed", "1", NULL), GS_OPT_GO_ON);
+  assert_int_equal(parse(&o, &msg, &next, "--json", "--name", "x", "-s", "0.5", "--headroom", "20",
+                         "--format", "html", "--call", "a", "--call", "b", "CMD", "--seed", "1",
+                         NULL),
+                   GS_OPT_GO_ON);
   assert_null(msg);
   assert_true(o.json);
   assert_string_equal(o.name, "x");
@@ -145,7 +151,8 @@ static void test_a_stop_option_acts_when_met(void **state)
   struct opts o = { 0 };
   char *msg;
   int next = 0;
-  assert_int_equal(parse(&o, &msg, &next, "--json", "--stop", "--bogus", "--seconds", "x", NULL), GS_OPT_GO_ON);
+  assert_int_equal(parse(&o, &msg, &next, "--json", "--stop", "--bogus", "--seconds", "x", NULL),
+                   GS_OPT_GO_ON);
   assert_null(msg);
   assert_true(o.json && o.stop);
   assert_int_equal(next, 3);
@@ -256,14 +263,18 @@ static void test_help_and_markdown_show_every_entry_with_its_default(void **stat
   assert_true(strncmp(help, "Usage: gpuslice demo [OPTIONS]\n\nIntro.\n\nOptions:\n", 48) == 0);
   assert_non_null(strstr(help, "  -s, --seconds N     How long (default 4)\n"));
   /* A long help wraps under its column. */
-  assert_non_null(strstr(help, "  --socket-mode MODE  Permissions of the socket, octal. Default: 0666.\n"
-                               "                      Environment: GS_TEST_MODE.\n"));
-  assert_non_null(strstr(help, "  -h, --help          Show this help and exit\n\nExit status: 0.\n"));
+  assert_non_null(strstr(help,
+                         "  --socket-mode MODE  Permissions of the socket, octal. Default: 0666.\n"
+                         "                      Environment: GS_TEST_MODE.\n"));
+  assert_non_null(
+    strstr(help, "  -h, --help          Show this help and exit\n\nExit status: 0.\n"));
   free(help);
   char *md = render(gs_opt_markdown);
   assert_non_null(strstr(md, "| Option | Environment | Effect |\n"));
   assert_non_null(strstr(md, "| `--headroom P` |  | Headroom (default `12%`) |\n"));
-  assert_non_null(strstr(md, "| `--socket-mode MODE` | `GS_TEST_MODE` | Permissions of the socket, octal. Default: `0666`. |\n"));
+  assert_non_null(strstr(md,
+                         "| `--socket-mode MODE` | `GS_TEST_MODE` | Permissions of the socket, "
+                         "octal. Default: `0666`. |\n"));
   free(md);
 }
 
@@ -271,12 +282,16 @@ static void test_settings_render_as_sample_config_and_settings_table(void **stat
 {
   (void) state;
   char *sample = render(gs_opt_sample);
-  assert_non_null(strstr(sample, "\n# Permissions of the socket, octal.\n# Environment: GS_TEST_MODE\n#socket_mode 0666\n"));
+  assert_non_null(strstr(
+    sample,
+    "\n# Permissions of the socket, octal.\n# Environment: GS_TEST_MODE\n#socket_mode 0666\n"));
   assert_null(strstr(sample, "json"));
   free(sample);
   char *md = render(gs_opt_markdown_settings);
   assert_true(strncmp(md, "| Setting | Flag | Environment | Default | Effect |\n", 51) == 0);
-  assert_non_null(strstr(md, "| `socket_mode` | `--socket-mode` | `GS_TEST_MODE` | `0666` | Permissions of the socket, octal. |\n"));
+  assert_non_null(strstr(md,
+                         "| `socket_mode` | `--socket-mode` | `GS_TEST_MODE` | `0666` | "
+                         "Permissions of the socket, octal. |\n"));
   assert_null(strstr(md, "--json"));
   free(md);
 }

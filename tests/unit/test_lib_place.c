@@ -27,9 +27,12 @@ static gs_place_cluster_t *make(const struct gs_place_node_spec *n, size_t k)
 
 static struct gs_place_request req(int64_t cpu, int num, int milli)
 {
-  return (struct gs_place_request) { .name = "p", .cpu_milli = cpu, .mem_mib = 1024,
-                                     .num_gpu = num, .gpu_milli = milli,
-                                     .model_mask = GS_PLACE_ANY_MODEL };
+  return (struct gs_place_request){ .name = "p",
+                                    .cpu_milli = cpu,
+                                    .mem_mib = 1024,
+                                    .num_gpu = num,
+                                    .gpu_milli = milli,
+                                    .model_mask = GS_PLACE_ANY_MODEL };
 }
 
 static int place(gs_place_cluster_t *c, enum gs_place_policy p, struct gs_place_request *r,
@@ -190,7 +193,7 @@ static void test_ties_follow_seeded_order(void **state)
   (void) state;
   struct gs_place_node_spec same[8];
   for (int i = 0; i < 8; i++)
-    same[i] = (struct gs_place_node_spec) { "n", 8000, 8192, 1, "T4" };
+    same[i] = (struct gs_place_node_spec){ "n", 8000, 8192, 1, "T4" };
   gs_place_cluster_t *c = make(same, 8);
   struct gs_place_request r = req(1000, 1, 1000);
   struct gs_place_choice ch;
@@ -256,7 +259,8 @@ static void test_replay_is_deterministic_per_seed(void **state)
   for (int i = 0; i < 4; i++)
     pods[i].name = names[i];
   for (int p = 0; p < 4; p++) {
-    struct gs_place_replay_opts o = { .policy = (enum gs_place_policy) p, .inflate = 1.3,
+    struct gs_place_replay_opts o = { .policy = (enum gs_place_policy) p,
+                                      .inflate = 1.3,
                                       .seed = 9 };
     struct gs_place_replay_result a, b;
     gs_error_t err = NULL;

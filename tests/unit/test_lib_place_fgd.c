@@ -13,9 +13,12 @@
 
 static struct gs_place_request req(int64_t cpu, int num, int milli)
 {
-  return (struct gs_place_request) { .name = "p", .cpu_milli = cpu, .mem_mib = 0,
-                                     .num_gpu = num, .gpu_milli = milli,
-                                     .model_mask = GS_PLACE_ANY_MODEL };
+  return (struct gs_place_request){ .name = "p",
+                                    .cpu_milli = cpu,
+                                    .mem_mib = 0,
+                                    .num_gpu = num,
+                                    .gpu_milli = milli,
+                                    .model_mask = GS_PLACE_ANY_MODEL };
 }
 
 static gs_place_cluster_t *make(const struct gs_place_node_spec *n, size_t k,

@@ -15,9 +15,12 @@
 
 static struct gs_place_request req(int64_t cpu, int64_t mem, int num, int milli)
 {
-  return (struct gs_place_request) { .name = "p", .cpu_milli = cpu, .mem_mib = mem,
-                                     .num_gpu = num, .gpu_milli = milli,
-                                     .model_mask = GS_PLACE_ANY_MODEL };
+  return (struct gs_place_request){ .name = "p",
+                                    .cpu_milli = cpu,
+                                    .mem_mib = mem,
+                                    .num_gpu = num,
+                                    .gpu_milli = milli,
+                                    .model_mask = GS_PLACE_ANY_MODEL };
 }
 
 struct pre { /* a request committed before the one under test, on a given node and GPUs */
@@ -40,44 +43,64 @@ struct decision_case {
 
 static const struct decision_case cases[] = {
   { .what = "a CPU-only request that would strand a node's GPUs behind its memory",
-    .nodes = { { "a", 16000, 8000, 2, "T4" }, { "b", 16000, 20000, 2, "T4" } }, .n_nodes = 2,
+    .nodes = { { "a", 16000, 8000, 2, "T4" }, { "b", 16000, 20000, 2, "T4" } },
+    .n_nodes = 2,
     .workload = { .cpu_milli = 1000, .mem_mib = 4000, .num_gpu = 1, .gpu_milli = 1000 },
     .r = { .cpu_milli = 1000, .mem_mib = 5000 },
-    .fgd_node = 0, .fgd_gpu = -1, .fgd_mem_node = 1, .fgd_mem_gpu = -1 },
+    .fgd_node = 0,
+    .fgd_gpu = -1,
+    .fgd_mem_node = 1,
+    .fgd_mem_gpu = -1 },
   { .what = "a CPU-only request among nodes FGD scores the same",
-    .nodes = { { "a", 16000, 16000, 2, "T4" }, { "b", 16000, 16000, 2, "T4" } }, .n_nodes = 2,
+    .nodes = { { "a", 16000, 16000, 2, "T4" }, { "b", 16000, 16000, 2, "T4" } },
+    .n_nodes = 2,
     .workload = { .cpu_milli = 1000, .mem_mib = 1000, .num_gpu = 1, .gpu_milli = 1000 },
     .pre = { { { .cpu_milli = 1000, .mem_mib = 1000, .num_gpu = 1, .gpu_milli = 1000 }, 1, 1 } },
     .n_pre = 1,
     .r = { .cpu_milli = 1000, .mem_mib = 1000 },
-    .fgd_node = 0, .fgd_gpu = -1, .fgd_mem_node = 1, .fgd_mem_gpu = -1 },
+    .fgd_node = 0,
+    .fgd_gpu = -1,
+    .fgd_mem_node = 1,
+    .fgd_mem_gpu = -1 },
   { .what = "a sharing request with two GPUs that score the same",
-    .nodes = { { "a", 16000, 16000, 3, "T4" } }, .n_nodes = 1,
+    .nodes = { { "a", 16000, 16000, 3, "T4" } },
+    .n_nodes = 1,
     .workload = { .cpu_milli = 1000, .mem_mib = 1000, .num_gpu = 1, .gpu_milli = 1000 },
     .pre = { { { .cpu_milli = 100, .mem_mib = 100, .num_gpu = 1, .gpu_milli = 400 }, 0, 2 },
              { { .cpu_milli = 100, .mem_mib = 100, .num_gpu = 1, .gpu_milli = 500 }, 0, 4 } },
     .n_pre = 2,
     .r = { .cpu_milli = 100, .mem_mib = 100, .num_gpu = 1, .gpu_milli = 300 },
-    .fgd_node = 0, .fgd_gpu = 1, .fgd_mem_node = 0, .fgd_mem_gpu = 2 },
+    .fgd_node = 0,
+    .fgd_gpu = 1,
+    .fgd_mem_node = 0,
+    .fgd_mem_gpu = 2 },
   /* FGD's fragment change is -300 on either partly used GPU, so it takes the first node;
    * fgd-mem takes the GPU with the least room left anywhere: 400 on node b. */
   { .what = "a sharing request with a tighter GPU on another node",
-    .nodes = { { "a", 16000, 16000, 2, "T4" }, { "b", 16000, 16000, 2, "T4" } }, .n_nodes = 2,
+    .nodes = { { "a", 16000, 16000, 2, "T4" }, { "b", 16000, 16000, 2, "T4" } },
+    .n_nodes = 2,
     .workload = { .cpu_milli = 1000, .mem_mib = 1000, .num_gpu = 1, .gpu_milli = 1000 },
     .pre = { { { .cpu_milli = 100, .mem_mib = 100, .num_gpu = 1, .gpu_milli = 200 }, 0, 1 },
              { { .cpu_milli = 100, .mem_mib = 100, .num_gpu = 1, .gpu_milli = 600 }, 1, 1 } },
     .n_pre = 2,
     .r = { .cpu_milli = 100, .mem_mib = 100, .num_gpu = 1, .gpu_milli = 300 },
-    .fgd_node = 0, .fgd_gpu = 0, .fgd_mem_node = 1, .fgd_mem_gpu = 0 },
+    .fgd_node = 0,
+    .fgd_gpu = 0,
+    .fgd_mem_node = 1,
+    .fgd_mem_gpu = 0 },
   /* A whole GPU changes no fragment on either node; fgd-mem keeps the fully idle 4-GPU node
    * for the rare pods that need all of it. */
   { .what = "a whole-GPU request and a fully idle 4-GPU node",
-    .nodes = { { "a", 64000, 64000, 4, "V100" }, { "b", 64000, 64000, 4, "V100" } }, .n_nodes = 2,
+    .nodes = { { "a", 64000, 64000, 4, "V100" }, { "b", 64000, 64000, 4, "V100" } },
+    .n_nodes = 2,
     .workload = { .cpu_milli = 1000, .mem_mib = 1000, .num_gpu = 1, .gpu_milli = 1000 },
     .pre = { { { .cpu_milli = 1000, .mem_mib = 1000, .num_gpu = 1, .gpu_milli = 1000 }, 1, 1 } },
     .n_pre = 1,
     .r = { .cpu_milli = 1000, .mem_mib = 1000, .num_gpu = 1, .gpu_milli = 1000 },
-    .fgd_node = 0, .fgd_gpu = -1, .fgd_mem_node = 1, .fgd_mem_gpu = -1 },
+    .fgd_node = 0,
+    .fgd_gpu = -1,
+    .fgd_mem_node = 1,
+    .fgd_mem_gpu = -1 },
 };
 
 static gs_place_cluster_t *make(const struct decision_case *k)
@@ -97,8 +120,7 @@ static gs_place_cluster_t *make(const struct decision_case *k)
   return c;
 }
 
-static void expect_choice(const struct decision_case *k, enum gs_place_policy p, int node,
-                          int gpu)
+static void expect_choice(const struct decision_case *k, enum gs_place_policy p, int node, int gpu)
 {
   gs_place_cluster_t *c = make(k);
   struct gs_place_request r = k->r;
@@ -140,7 +162,7 @@ static void test_fgd_mem_caches_follow_commit_and_release(void **state)
   struct gs_place_choice first, taken, again;
   assert_int_equal(gs_place_decide(c, GS_PLACE_FGD_MEM, &big, &first), 1);
   assert_int_equal(first.node, 1);
-  taken = (struct gs_place_choice) { 1, 3, 0 }; /* node b's two GPUs */
+  taken = (struct gs_place_choice){ 1, 3, 0 }; /* node b's two GPUs */
   gs_place_commit(c, &gpu, &taken);
   /* with b's GPUs taken, big strands no GPU there, and b wins by the tie term as well */
   assert_int_equal(gs_place_decide(c, GS_PLACE_FGD_MEM, &big, &again), 1);

@@ -34,7 +34,7 @@ struct where {
 
 /* One submission (a gang when it has more than one pod), or a finish when `finish` is set. */
 struct step {
-  const char *finish; /* the name of a placed pod that ends before this step */
+  const char *finish;           /* the name of a placed pod that ends before this step */
   struct pod pods[MAX_MEMBERS]; /* up to the first without a name */
   int placed;                   /* 1 or 0 */
   struct where at[MAX_MEMBERS]; /* where each member lands, when placed */
@@ -50,8 +50,16 @@ struct sched_case {
   struct step steps[MAX_STEPS];
 };
 
-#define N2 { "n0", 32000, 65536, 2, "V100" }, { "n1", 32000, 65536, 2, "V100" }
-#define N3 N2, { "n2", 32000, 65536, 2, "V100" }
+#define N2                           \
+  { "n0", 32000, 65536, 2, "V100" }, \
+  {                                  \
+    "n1", 32000, 65536, 2, "V100"    \
+  }
+#define N3                        \
+  N2,                             \
+  {                               \
+    "n2", 32000, 65536, 2, "V100" \
+  }
 
 static const struct sched_case cases[] = {
   {
@@ -355,9 +363,14 @@ static size_t build(gs_place_sched_t *s, const struct step *st, struct gs_place_
   size_t n = 0;
   for (; n < MAX_MEMBERS && st->pods[n].name; n++) {
     const struct pod *p = &st->pods[n];
-    reqs[n] = (struct gs_place_request) {
-      .name = p->name, .cpu_milli = 1000, .mem_mib = 1024, .num_gpu = p->num_gpu,
-      .gpu_milli = p->gpu_milli, .queue = p->queue, .priority = p->priority,
+    reqs[n] = (struct gs_place_request){
+      .name = p->name,
+      .cpu_milli = 1000,
+      .mem_mib = 1024,
+      .num_gpu = p->num_gpu,
+      .gpu_milli = p->gpu_milli,
+      .queue = p->queue,
+      .priority = p->priority,
       .model_mask = gs_place_model_mask(gs_place_sched_cluster(s), NULL),
     };
   }
@@ -387,8 +400,8 @@ static void check_outcome(const struct sched_case *c, size_t k, const struct ste
 static void run_case(const struct sched_case *c)
 {
   gs_error_t err = NULL;
-  gs_place_sched_t *s = gs_place_sched_new(c->nodes, count_nodes(c), c->policy, c->queues,
-                                           count_queues(c), &err);
+  gs_place_sched_t *s =
+    gs_place_sched_new(c->nodes, count_nodes(c), c->policy, c->queues, count_queues(c), &err);
   assert_non_null(s);
   struct placed placed[MAX_PODS];
   size_t n_placed = 0;
@@ -428,9 +441,12 @@ static void test_scenarios_place_preempt_and_reject_as_tabled(void **state)
 
 static struct gs_place_request shape(int64_t cpu, int num, int milli)
 {
-  return (struct gs_place_request) { .name = "p", .cpu_milli = cpu, .mem_mib = 1024,
-                                     .num_gpu = num, .gpu_milli = milli,
-                                     .model_mask = GS_PLACE_ANY_MODEL };
+  return (struct gs_place_request){ .name = "p",
+                                    .cpu_milli = cpu,
+                                    .mem_mib = 1024,
+                                    .num_gpu = num,
+                                    .gpu_milli = milli,
+                                    .model_mask = GS_PLACE_ANY_MODEL };
 }
 
 static void snap_cluster(const gs_place_cluster_t *c, struct snapshot *out)
@@ -446,12 +462,12 @@ static void test_release_undoes_commit_exactly_for_every_policy(void **state)
 {
   (void) state;
   static const struct gs_place_node_spec nodes[] = {
-    { "a", 32000, 65536, 4, "T4" }, { "b", 64000, 131072, 8, "V100" },
+    { "a", 32000, 65536, 4, "T4" },
+    { "b", 64000, 131072, 8, "V100" },
     { "c", 16000, 65536, 2, "V100" },
   };
   struct gs_place_request load[] = { shape(2000, 1, 300), shape(4000, 1, 1000),
-                                     shape(8000, 2, 1000), shape(1000, 0, 0),
-                                     shape(2000, 1, 500) };
+                                     shape(8000, 2, 1000), shape(1000, 0, 0), shape(2000, 1, 500) };
   size_t n_load = sizeof(load) / sizeof(load[0]);
   /* Every policy the library names, so that a new policy's caches are covered too. */
   for (int p = 0; strcmp(gs_place_policy_name((enum gs_place_policy) p), "unknown") != 0; p++) {

@@ -23,10 +23,10 @@ static void test_percentile_is_nearest_rank(void **state)
   (void) state;
   double v[20];
   for (int i = 0; i < 20; i++)
-    v[i] = i + 1; /* 1..20 */
-  assert_true(gs_plan_percentile(v, 20, 50) == 10);  /* rank ceil(10) */
-  assert_true(gs_plan_percentile(v, 20, 95) == 19);  /* rank ceil(19) */
-  assert_true(gs_plan_percentile(v, 20, 96) == 20);  /* rank ceil(19.2) */
+    v[i] = i + 1;                                   /* 1..20 */
+  assert_true(gs_plan_percentile(v, 20, 50) == 10); /* rank ceil(10) */
+  assert_true(gs_plan_percentile(v, 20, 95) == 19); /* rank ceil(19) */
+  assert_true(gs_plan_percentile(v, 20, 96) == 20); /* rank ceil(19.2) */
   assert_true(gs_plan_percentile(v, 20, 0) == 1);
   assert_true(gs_plan_percentile(v, 20, 100) == 20);
   assert_true(gs_plan_percentile(v, 1, 50) == 1);
@@ -121,8 +121,8 @@ static void done(struct planned *p)
   gs_mig_table_free(p->mig);
 }
 
-static const double busy80[] = { 80 }, train55[] = { 55 }, steady10[] = { 10 },
-                    steady40[] = { 40 }, small15[] = { 15 };
+static const double busy80[] = { 80 }, train55[] = { 55 }, steady10[] = { 10 }, steady40[] = { 40 },
+                    small15[] = { 15 };
 /* 7 idle samples in 10, bursts of 60: idle 70%. */
 static const double bursty[] = { 0, 0, 0, 60, 0, 0, 60, 0, 0, 60 };
 /* p50 20, p95 70: too wide to be steady, busy. */
@@ -135,11 +135,11 @@ static void test_each_rule_is_hit_by_its_workload(void **state)
   (void) state;
   struct planned p = { 0 };
   gs_plan_data_init(&p.d);
-  add(&p.d, "busy", busy80, 1, 20, 20 * GIB);               /* 0 dedicated: p50 80 */
-  add(&p.d, "train", train55, 1, 20, 50 * GIB);             /* 1 dedicated: training */
-  add(&p.d, "small", steady10, 1, 20, 8 * GIB);             /* 2 MIG 1g.10gb */
-  add(&p.d, "mid", steady40, 1, 20, 8 * GIB);               /* 3 MIG 3g.40gb (compute) */
-  for (int i = 0; i < 3; i++) {                             /* 4..6 MPS of alice */
+  add(&p.d, "busy", busy80, 1, 20, 20 * GIB);   /* 0 dedicated: p50 80 */
+  add(&p.d, "train", train55, 1, 20, 50 * GIB); /* 1 dedicated: training */
+  add(&p.d, "small", steady10, 1, 20, 8 * GIB); /* 2 MIG 1g.10gb */
+  add(&p.d, "mid", steady40, 1, 20, 8 * GIB);   /* 3 MIG 3g.40gb (compute) */
+  for (int i = 0; i < 3; i++) {                 /* 4..6 MPS of alice */
     char name[16];
     snprintf(name, sizeof(name), "svc%d", i);
     struct gs_plan_workload *w = add(&p.d, name, small15, 1, 20, 4 * GIB);
@@ -147,14 +147,14 @@ static void test_each_rule_is_hit_by_its_workload(void **state)
   }
   struct gs_plan_workload *b = add(&p.d, "bob1", small15, 1, 20, 4 * GIB); /* 7: only 1 */
   gs_plan_workload_set_label(b, "user", "bob", NULL);
-  add(&p.d, "bursty", bursty, 10, 20, 30 * GIB);            /* 8 time-slice */
-  add(&p.d, "wide", wide, 10, 20, 10 * GIB);                /* 9 fraction */
-  add(&p.d, "huge", steady10, 1, 20, 79 * GIB);             /* 10 dedicated: memory */
+  add(&p.d, "bursty", bursty, 10, 20, 30 * GIB); /* 8 time-slice */
+  add(&p.d, "wide", wide, 10, 20, 10 * GIB);     /* 9 fraction */
+  add(&p.d, "huge", steady10, 1, 20, 79 * GIB);  /* 10 dedicated: memory */
   plan_all(&p);
   const enum gs_plan_mechanism want[] = { GS_PLAN_DEDICATED, GS_PLAN_DEDICATED, GS_PLAN_MIG,
-                                          GS_PLAN_MIG, GS_PLAN_MPS, GS_PLAN_MPS, GS_PLAN_MPS,
-                                          GS_PLAN_MIG, GS_PLAN_TIME_SLICE, GS_PLAN_FRACTION,
-                                          GS_PLAN_DEDICATED };
+                                          GS_PLAN_MIG,       GS_PLAN_MPS,       GS_PLAN_MPS,
+                                          GS_PLAN_MPS,       GS_PLAN_MIG,       GS_PLAN_TIME_SLICE,
+                                          GS_PLAN_FRACTION,  GS_PLAN_DEDICATED };
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
     print_message("%s: %s: %s\n", p.d.w[i]->name, gs_plan_mechanism_name(p.rec[i].mech),
                   p.rec[i].reason);
@@ -183,7 +183,7 @@ static void test_each_rule_is_hit_by_its_workload(void **state)
 static void test_idle_workloads_are_flagged(void **state)
 {
   (void) state;
-  static const double idle[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 5 }; /* idle 90% */
+  static const double idle[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 5 };   /* idle 90% */
   static const double almost[] = { 0, 0, 0, 0, 0, 0, 0, 0, 5, 5 }; /* idle 80% */
   struct planned p = { 0 };
   gs_plan_data_init(&p.d);
@@ -245,8 +245,9 @@ static void test_fleet_counts_gpus_and_prices_them(void **state)
   struct gs_plan_workload *multi = add(&p.d, "trainer", busy80, 1, 20, 60 * GIB);
   gs_plan_workload_set_label(multi, "gpus", "4", NULL);
   plan_all(&p);
-  struct gs_price price = { .model = "h100-80gb", .on_demand = 2.0, .spot = 1.0,
-                            .commit_1y = 1.5, .commit_3y = NAN };
+  struct gs_price price = {
+    .model = "h100-80gb", .on_demand = 2.0, .spot = 1.0, .commit_1y = 1.5, .commit_3y = NAN
+  };
   struct gs_plan_fleet_opts o = { .price = &price, .commit_cover = 0.7 };
   struct gs_plan_fleet f;
   gs_error_t err = NULL;

@@ -17,13 +17,20 @@ static void test_canon_accepts_sim_data_and_nvml_spellings(void **state)
 {
   (void) state;
   const char *cases[][2] = {
-    { "h100-80gb", "h100-80gb" },          { "H100-80GB(SXM5 HBM3)", "h100-80gb" },
-    { "NVIDIA H100 80GB HBM3", "h100-80gb" }, { "Tesla T4", "t4" },
-    { "T4-16GB", "t4" },                   { "NVIDIA A100-SXM4-40GB", "a100-40gb" },
-    { "NVIDIA A100 80GB PCIe", "a100-80gb" }, { "H200-141GB(SXM5/NVL)", "h200-141gb" },
-    { "NVIDIA H200", "h200-141gb" },       { "L4-24GB", "l4" },
-    { "NVIDIA L4", "l4" },                 { "H100-94GB(NVL)", "h100-94gb" },
-    { "NVIDIA H100 NVL", "h100-94gb" },    { "H100-96GB(GH200/H20)", "h100-96gb" },
+    { "h100-80gb", "h100-80gb" },
+    { "H100-80GB(SXM5 HBM3)", "h100-80gb" },
+    { "NVIDIA H100 80GB HBM3", "h100-80gb" },
+    { "Tesla T4", "t4" },
+    { "T4-16GB", "t4" },
+    { "NVIDIA A100-SXM4-40GB", "a100-40gb" },
+    { "NVIDIA A100 80GB PCIe", "a100-80gb" },
+    { "H200-141GB(SXM5/NVL)", "h200-141gb" },
+    { "NVIDIA H200", "h200-141gb" },
+    { "L4-24GB", "l4" },
+    { "NVIDIA L4", "l4" },
+    { "H100-94GB(NVL)", "h100-94gb" },
+    { "NVIDIA H100 NVL", "h100-94gb" },
+    { "H100-96GB(GH200/H20)", "h100-96gb" },
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char out[24];
@@ -96,8 +103,9 @@ static void test_missing_price_names_model_and_table(void **state)
   gs_error_t err = NULL;
   assert_int_equal(gs_price_table_default(&t, &err), 0);
   assert_null(gs_price_find(t, "H100-94GB(NVL)", &err));
-  assert_string_equal(err->msg, "no price for GPU model 'h100-94gb' in built-in "
-                                "(data/prices/gpu_prices.csv)");
+  assert_string_equal(err->msg,
+                      "no price for GPU model 'h100-94gb' in built-in "
+                      "(data/prices/gpu_prices.csv)");
   gs_error_release(&err);
   assert_null(gs_price_find(t, "rtx4090", &err));
   assert_non_null(strstr(err->msg, "unknown GPU model 'rtx4090'"));

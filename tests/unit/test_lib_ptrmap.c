@@ -118,7 +118,7 @@ static void test_concurrent_threads_never_lose_entries(void **state)
   struct worker w[8];
   assert_int_equal(gs_ptrmap_init(&m, 16), 0);
   for (int i = 0; i < 8; i++) {
-    w[i] = (struct worker) { &m, (uint64_t) i + 1, 0 };
+    w[i] = (struct worker){ &m, (uint64_t) i + 1, 0 };
     pthread_create(&t[i], NULL, churn_worker, &w[i]);
   }
   for (int i = 0; i < 8; i++) {
@@ -153,7 +153,7 @@ static void test_double_free_race_has_exactly_one_winner(void **state)
   for (uint64_t i = 0; i < 20000; i++)
     assert_int_equal(gs_ptrmap_put(&m, key_of(9, i), i), 0);
   for (int i = 0; i < 4; i++) {
-    r[i] = (struct racer) { &m, 0 };
+    r[i] = (struct racer){ &m, 0 };
     pthread_create(&t[i], NULL, take_all, &r[i]);
   }
   int wins = 0;

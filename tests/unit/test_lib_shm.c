@@ -23,7 +23,8 @@ struct thing {
   uint64_t value;
 };
 
-static const struct gs__shm_layout thing_shm = { "test thing", 0x474e494854534554ULL, 3, sizeof(struct thing) };
+static const struct gs__shm_layout thing_shm = { "test thing", 0x474e494854534554ULL, 3,
+                                                 sizeof(struct thing) };
 
 static const char *const dir = gs_test_dir;
 
@@ -96,7 +97,8 @@ static void test_bad_files_are_refused_with_what_is_wrong(void **state)
     { "short", 8, 0, 0, 0600, 0, "is not a test thing of this version (size 8, want 24)" },
     { "foreign", sizeof(struct thing), 42, 3, 0600, 0, "is not a gpuslice test thing" },
     { "newer", sizeof(struct thing), 0x474e494854534554ULL, 4, 0600, 0, "test thing version 4" },
-    { "loose", sizeof(struct thing), 0x474e494854534554ULL, 3, 0666, GS__SHM_PRIVATE, "may be written by others" },
+    { "loose", sizeof(struct thing), 0x474e494854534554ULL, 3, 0666, GS__SHM_PRIVATE,
+      "may be written by others" },
   };
   char path[128];
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -12,8 +12,9 @@
 #include <gpuslice/trace-openb.h>
 
 #define NODE_HDR "sn,cpu_milli,memory_mib,gpu,model\n"
-#define POD_HDR "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase," \
-                "creation_time,deletion_time,scheduled_time\n"
+#define POD_HDR                                                         \
+  "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase," \
+  "creation_time,deletion_time,scheduled_time\n"
 
 static FILE *mem(const char *s)
 {
@@ -55,7 +56,7 @@ static void test_pods_load_and_clamp(void **state)
   assert_null(l.pods[0].gpu_spec);
   assert_int_equal(l.pods[1].gpu_milli, 1); /* clamped up */
   assert_string_equal(l.pods[1].gpu_spec, "V100M16|T4");
-  assert_int_equal(l.pods[2].gpu_milli, 0); /* CPU-only: no GPU share */
+  assert_int_equal(l.pods[2].gpu_milli, 0);    /* CPU-only: no GPU share */
   assert_int_equal(l.pods[3].gpu_milli, 1000); /* clamped down */
   gs_openb_pods_release(&l);
 }
@@ -98,7 +99,8 @@ static const struct bad bad_pods[] = {
   { POD_HDR "p0,1,1,1,500,,LS,Running,x,1,0\n", "p.csv: line 2: creation_time 'x'" },
   { POD_HDR "p0,1,1,1,500,,LS,Running,0,1,0,extra\n", "p.csv: line 2: 12 fields, expected 11" },
   { POD_HDR "p0,1,1,1,,,LS,Running,0,1,0\n", "p.csv: line 2: gpu_milli is empty" },
-  { "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,1,5,,\n", "p.csv: line 2: 7 fields, expected 5" },
+  { "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,1,5,,\n",
+    "p.csv: line 2: 7 fields, expected 5" },
 };
 
 static void check_bad(const struct bad *b, int nodes)

@@ -18,8 +18,8 @@
 #include "failing-file.h"
 
 /* Reads len bytes of text as fmt into d; returns what gs_plan_read returned. */
-static int read_text(const char *text, size_t len, enum gs_plan_input_format fmt,
-                     const char *path, struct gs_plan_data *d, gs_error_t *err)
+static int read_text(const char *text, size_t len, enum gs_plan_input_format fmt, const char *path,
+                     struct gs_plan_data *d, gs_error_t *err)
 {
   FILE *f = fmemopen((void *) (uintptr_t) text, len, "r");
   assert_non_null(f);

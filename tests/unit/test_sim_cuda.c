@@ -102,7 +102,7 @@ static void test_meminfo_counts_other_processes(void **state)
     CUdeviceptr p;
     char b = 0;
     int ok = cuInit(0) == CUDA_SUCCESS && cuCtxCreate_v4(&c, NULL, 0, 0) == CUDA_SUCCESS &&
-             cuMemAlloc_v2(&p, GIB) == CUDA_SUCCESS;
+      cuMemAlloc_v2(&p, GIB) == CUDA_SUCCESS;
     if (write(ready[1], &b, 1) != 1 || read(done[0], &b, 1) != 1)
       _exit(2);
     _exit(ok ? 0 : 1);
@@ -188,7 +188,8 @@ static void test_vmm_mappings_alias_one_allocation(void **state)
   CUmemGenericAllocationHandle h;
   CUdeviceptr va;
   unsigned char c = 0;
-  assert_int_equal(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+  assert_int_equal(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                   CUDA_SUCCESS);
   assert_int_equal(cuMemCreate(&h, g + 1, &prop, 0), CUDA_ERROR_INVALID_VALUE);
   assert_int_equal(cuMemCreate(&h, g, &prop, 0), CUDA_SUCCESS);
   assert_int_equal(cuMemAddressReserve(&va, 2 * g, 0, 0, 0), CUDA_SUCCESS);
@@ -236,12 +237,14 @@ static void test_get_proc_address_picks_abi_by_version(void **state)
   expect_proc("cuMemAdvise", 12020, 0, "cuMemAdvise_v2");
   expect_proc("cuMemPrefetchAsync", 12000, 0, "cuMemPrefetchAsync");
   expect_proc("cuMemPrefetchAsync", 12020, 0, "cuMemPrefetchAsync_v2");
-  expect_proc("cuMemPrefetchAsync", 12020, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuMemPrefetchAsync_v2_ptsz");
+  expect_proc("cuMemPrefetchAsync", 12020, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+              "cuMemPrefetchAsync_v2_ptsz");
   expect_proc("cuCtxCreate", 11040, 0, "cuCtxCreate_v3");
   expect_proc("cuCtxCreate", 13000, 0, "cuCtxCreate_v4");
   expect_proc("cuMemAlloc", 13000, 0, "cuMemAlloc_v2");
   expect_proc("cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2");
-  expect_proc("cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuLaunchKernel_ptsz");
+  expect_proc("cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+              "cuLaunchKernel_ptsz");
   assert_int_equal(cuGetProcAddress_v2("cuNoSuchThing", &fn, 12000, 0, &q), CUDA_ERROR_NOT_FOUND);
   assert_int_equal(q, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
   assert_int_equal(cuGetProcAddress_v2("cuMemAdvise", &fn, 7000, 0, &q), CUDA_ERROR_NOT_FOUND);

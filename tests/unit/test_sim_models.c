@@ -46,18 +46,10 @@ struct bad_spec {
 };
 
 static const struct bad_spec bad[] = {
-  { "bogus", "bogus" },
-  { "t4:x", "t4:x" },
-  { "t4:0", "t4:0" },
-  { "t4:", "t4:" },
-  { "t4:-1", "t4:-1" },
-  { "t4:17", "t4:17" },
-  { ",t4", ",t4" },
-  { "t4,,l4", "t4,,l4" },
-  { "t4,", "t4," },
-  { "t4:8,l4:9", "l4:9" },
-  { "h100-80gb:16,t4", "t4" },
-  { "", "GPUSLICE_SIM" },
+  { "bogus", "bogus" },    { "t4:x", "t4:x" },          { "t4:0", "t4:0" },
+  { "t4:", "t4:" },        { "t4:-1", "t4:-1" },        { "t4:17", "t4:17" },
+  { ",t4", ",t4" },        { "t4,,l4", "t4,,l4" },      { "t4,", "t4," },
+  { "t4:8,l4:9", "l4:9" }, { "h100-80gb:16,t4", "t4" }, { "", "GPUSLICE_SIM" },
 };
 
 static void test_spec_rejects_bad_lists_naming_the_token(void **state)

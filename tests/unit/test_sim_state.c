@@ -129,7 +129,7 @@ static void test_timeline_runs_one_kernel_at_a_time_in_arrival_order(void **stat
   uint64_t e3 = gpusim_exec_schedule(0, now + 10000000, 1000000, &s3);
   assert_true(s1 >= now);
   assert_int_equal(e1 - s1, 1000000);
-  assert_int_equal(s2, e1);          /* queued behind the first */
+  assert_int_equal(s2, e1); /* queued behind the first */
   assert_int_equal(e2 - s2, 2000000);
   assert_int_equal(s3, now + 10000000); /* not before it was allowed to start */
   assert_int_equal(e3, s3 + 1000000);
