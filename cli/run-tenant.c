@@ -112,7 +112,9 @@ int run_tenant_create(struct run_tenant *t, gs_error_t *err)
   }
   t->dir = gs_ledger_state_dir();
   fill_spec(t, &spec);
-  if (gs_ledger_create(t->dir, &spec, &t->ledger, err) < 0)
+  /* Trust no state dir that another user could have planted or can change. */
+  if (gs_ledger_state_dir_make(t->dir, err) < 0 ||
+      gs_ledger_create(t->dir, &spec, &t->ledger, err) < 0)
     return -1;
   setenv("GPUSLICE_TENANT", t->name, 1);
   setenv("GPUSLICE_STATE_DIR", t->dir, 1);

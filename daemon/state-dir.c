@@ -98,7 +98,7 @@ static int remake(struct daemon *d, gs_error_t *err)
   xasprintf(&path, "%s/%s", d->cfg.state_dir, STATE_LOCK_NAME);
   if (!same_file(path, d->state_lock)) {
     state_dir_unlock(&d->state_lock);
-    if (gs_mkdir_p(d->cfg.state_dir, 0755, err) < 0 ||
+    if (gs_ledger_state_dir_make(d->cfg.state_dir, err) < 0 ||
         state_dir_lock(d->cfg.state_dir, &d->state_lock, err) < 0)
       return -1;
   }

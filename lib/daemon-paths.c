@@ -72,3 +72,17 @@ const char *gs_daemon_metrics_listen(void)
   snprintf(buf, sizeof(buf), "%s", env ? env : GS_DAEMON_METRICS_DEFAULT);
   return buf;
 }
+
+int gs_daemon_socket_dir_check(const char *socket, gs_error_t *err)
+{
+  char dir[4096];
+  snprintf(dir, sizeof(dir), "%s", socket);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof(dir), ".");
+  else if (slash == dir)
+    dir[1] = '\0';
+  else
+    *slash = '\0';
+  return gs_ledger_state_dir_check(dir, err);
+}

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int gs_mkdir_p(const char *dir, mode_t mode, gs_error_t *err)
 {
@@ -20,4 +21,21 @@ int gs_mkdir_p(const char *dir, mode_t mode, gs_error_t *err)
   if (mkdir(path, mode) < 0 && errno != EEXIST)
     return gs_make_error(err, errno, "create directory '%s'", path);
   return 0;
+}
+
+int gs_dir_check_safe(const char *dir, bool private_only, gs_error_t *err)
+{
+  struct stat st;
+  if (lstat(dir, &st) < 0)
+    return errno == ENOENT ? 0 : gs_make_error(err, errno, "state dir '%s'", dir);
+  mode_t open_bits = private_only ? 0077 : 0022;
+  bool owner_ok = st.st_uid == geteuid() || st.st_uid == 0;
+  if (S_ISDIR(st.st_mode) && owner_ok && !(st.st_mode & open_bits))
+    return 0;
+  return gs_make_error(err, EPERM,
+                       "state dir '%s' is %s owned by uid %u with mode %04o; refusing it (want a "
+                       "directory owned by you or root, mode %s)",
+                       dir, S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
+                       (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777),
+                       private_only ? "0700" : "without group or other write");
 }

@@ -32,6 +32,24 @@ const char *gs_ledger_state_dir(void)
   return buf;
 }
 
+bool gs_ledger_state_dir_is_per_user(const char *dir)
+{
+  return !gs_getenv_nonempty("GPUSLICE_STATE_DIR") && geteuid() != 0 &&
+    strcmp(dir, gs_ledger_state_dir()) == 0;
+}
+
+int gs_ledger_state_dir_check(const char *dir, gs_error_t *err)
+{
+  return gs_dir_check_safe(dir, gs_ledger_state_dir_is_per_user(dir), err);
+}
+
+int gs_ledger_state_dir_make(const char *dir, gs_error_t *err)
+{
+  if (gs_mkdir_p(dir, gs_ledger_state_dir_is_per_user(dir) ? 0700 : 0755, err) < 0)
+    return -1;
+  return gs_ledger_state_dir_check(dir, err);
+}
+
 bool gs_ledger_name_valid(const char *name)
 {
   size_t n = strlen(name);

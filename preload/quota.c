@@ -79,7 +79,9 @@ static void attach(void)
   gs_log_init_from_env();
   if (!name)
     return;
-  if (!maps_init() || gs_ledger_attach(gs_ledger_state_dir(), name, &T.ledger, &err) < 0) {
+  const char *dir = gs_ledger_state_dir();
+  if (!maps_init() || gs_ledger_state_dir_check(dir, &err) < 0 ||
+      gs_ledger_attach(dir, name, &T.ledger, &err) < 0) {
     GS_LOG(GS_LOG_ERROR, "tenant '%s': %s; GPU allocations will be refused", name,
            err ? err->msg : "out of memory");
     gs_error_release(&err);

@@ -21,7 +21,9 @@
  * Returns 0 when the daemon accepted the count, else -1 with errno set: EINVAL (no or bad
  * GPUSLICE_TENANT, or requests = 0), ENAMETOOLONG (socket path), the errno of socket(),
  * connect() or I/O (ENOENT, ECONNREFUSED: no daemon; EAGAIN: timed out), or EPROTO when
- * the daemon answered with an error (gpuslice_served_to() gives its status line).
+ * the daemon answered with an error, or EPERM when the directory holding the default socket
+ * is not owned by the caller or root or others may write it (any group or other access, for
+ * the per-user default), since another user could have planted a fake daemon there (gpuslice_served_to() gives its status line).
  * Thread-safe; never raises SIGPIPE. C99 or later, POSIX. */
 #ifndef GPUSLICE_SERVED_H
 #define GPUSLICE_SERVED_H
@@ -31,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -57,6 +60,31 @@ static inline int gpuslice_socket_path(char *buf, size_t len)
     errno = ENAMETOOLONG;
     return -1;
   }
+  return 0;
+}
+
+/* 1 when the directory holding socket path is one no other user could have planted or can
+ * change (owned by the caller or root, no group or other write; no group or other access
+ * at all with private_only), as the gpuslice clients check it; else 0 with EPERM. */
+static inline int gpuslice__socket_dir_ok(const char *path, int private_only)
+{
+  char dir[108];
+  struct stat st;
+  char *slash;
+  snprintf(dir, sizeof(dir), "%s", path);
+  slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof(dir), ".");
+  else if (slash == dir)
+    dir[1] = '\0';
+  else
+    *slash = '\0';
+  if (stat(dir, &st) < 0)
+    return 1;
+  if (S_ISDIR(st.st_mode) && (st.st_uid == geteuid() || st.st_uid == 0) &&
+      !(st.st_mode & (private_only ? 077 : 022)))
+    return 1;
+  errno = EPERM;
   return 0;
 }
 
@@ -169,7 +197,9 @@ static inline int gpuslice_served_to(const char *socket_path, const char *tenant
 static inline int gpuslice_served(unsigned long long requests)
 {
   char path[108];
-  if (gpuslice_socket_path(path, sizeof(path)) < 0)
+  const char *sock = getenv("GPUSLICE_SOCKET"), *dir = getenv("GPUSLICE_STATE_DIR");
+  int per_user = !(sock && *sock) && !(dir && *dir) && geteuid() != 0;
+  if (gpuslice_socket_path(path, sizeof(path)) < 0 || !gpuslice__socket_dir_ok(path, per_user))
     return -1;
   return gpuslice_served_to(path, getenv("GPUSLICE_TENANT"), requests, NULL, 0);
 }

@@ -139,6 +139,15 @@ struct gs_ledger_spec {
 /* The state directory: GPUSLICE_STATE_DIR, else /run/gpuslice for root, else
  * $XDG_RUNTIME_DIR/gpuslice, else /tmp/gpuslice-<uid>. Returns a static string. */
 const char *gs_ledger_state_dir(void);
+/* True when dir is the per-user default (no $GPUSLICE_STATE_DIR, not root): that one must
+ * be private (0700), since a shared place like /tmp lets anyone create it first. */
+bool gs_ledger_state_dir_is_per_user(const char *dir);
+/* gs_dir_check_safe on dir, private_only for the per-user default. Done once, at start
+ * or attach, by every edge before it trusts what the state dir holds. */
+int gs_ledger_state_dir_check(const char *dir, gs_error_t *err);
+/* Creates dir when missing (the per-user default 0700, as /tmp lets anyone create it first;
+ * any other 0755), then gs_ledger_state_dir_check on it. */
+int gs_ledger_state_dir_make(const char *dir, gs_error_t *err);
 
 /* True when name is 1..63 characters of [A-Za-z0-9._-], not starting with '.'. */
 bool gs_ledger_name_valid(const char *name);
