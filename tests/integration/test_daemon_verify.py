@@ -3,14 +3,16 @@ child started without LD_PRELOAD) and that allocates past the tenant's limit sho
 violation, with the bytes over, in `gpuslice ps` (table and --json), in /metrics and in the
 usage ledger, within two samples; with violation_action kill the offending process is
 killed; one that runs kernels past a cap-policy compute limit is a compute violation, and
-violation_action signal ends it with SIGTERM; a tenant within its limit shows none."""
+violation_action signal ends it with SIGTERM; so is a tenant whose own process rewrites its
+row on the compute board (the interposer cannot stop that) to run past its cap; a tenant
+within its limit shows none."""
 import json
 import os
 import subprocess
 
 import struct
 
-from daemon_env import GIB, GPUSLICE, MIB, WORKLOAD, Daemon, Tenant, shared_root, tenant_env, wait_for  # noqa: F401
+from daemon_env import GIB, GPUSLICE, MIB, PYTHON, WORKLOAD, Daemon, Tenant, shared_root, tenant_env, wait_for  # noqa: F401
 from prometheus_server import cli, metrics
 from wl_run import start_hold, stop_hold
 
@@ -195,4 +197,72 @@ def test_capped_tenant_through_the_interposer_shows_no_compute_violation(shared_
         assert r.returncode == 0, r.stderr  # not killed: the gate held it at its cap
         assert d.sql("SELECT COUNT(*) FROM violations") == [(0,)]
     finally:
+        d.stop()
+
+
+# struct gs_board_row (include/gpuslice/compute.h pins it; compute_util.py reads the same).
+BOARD_ROW_AT, BOARD_ROW_SIZE, BOARD_ROWS = 152, 128, 1024
+ROW_WEIGHT_AT, ROW_TENANT_AT, ROW_POLICY_AT, ROW_CREDIT_AT = 4, 8, 72, 96
+
+# A process of the tenant (same uid, no interposer) that finds the tenant's row on every
+# compute board in the state dir and keeps rewriting it: the whole GPU as its weight, the
+# share policy, and a credit that never runs out. It prints "rewrote" once it has.
+REWRITER = f"""
+import glob, mmap, os, struct, sys, time
+name, state = sys.argv[1].encode(), sys.argv[2]
+said = False
+while True:
+    for path in glob.glob(os.path.join(state, "gpus", "*")):
+        with open(path, "r+b") as f:
+            m = mmap.mmap(f.fileno(), 0)
+        for i in range({BOARD_ROWS}):
+            at = {BOARD_ROW_AT} + i * {BOARD_ROW_SIZE}
+            if m[at + {ROW_TENANT_AT}:at + {ROW_TENANT_AT} + 64].split(b"\\0")[0] != name:
+                continue
+            struct.pack_into("<I", m, at + {ROW_WEIGHT_AT}, 1000000)
+            struct.pack_into("<I", m, at + {ROW_POLICY_AT}, 0)
+            struct.pack_into("<q", m, at + {ROW_CREDIT_AT}, 1 << 62)
+            if not said:
+                print("rewrote", file=sys.stderr, flush=True)
+                said = True
+        m.close()
+    time.sleep(0.002)
+"""
+
+
+def rewriting_tenant(daemon, name):
+    """`gpuslice run --compute 20 --compute-policy cap` whose busy workload goes through the
+    interposer while another of its processes rewrites its board row (REWRITER)."""
+    script = (f"env -u LD_PRELOAD {PYTHON} -c '{REWRITER}' {name} \"$GPUSLICE_STATE_DIR\" & "
+              f"{WORKLOAD} busy --kernel-us 2000 --duty 1 --seconds 60; kill $!")
+    return subprocess.Popen([str(GPUSLICE), "run", "--name", name, "--compute", "20", "--compute-policy", "cap",
+                             "--", "sh", "-c", script], env=daemon.env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_rewritten(proc):
+    for line in proc.stderr:
+        if line.strip() == "rewrote":
+            return
+    raise AssertionError(f"the rewriter never found its row: exit {proc.wait(timeout=30)}")
+
+
+def compute_violation(daemon, name):
+    g = [g for g in daemon.tenants().get(name, {}).get("gpus", []) if g["index"] == 0]
+    return g and g[0]["violation"]
+
+
+def test_tenant_rewriting_its_board_row_past_its_cap_shows_compute_violation(shared_root):
+    d = Daemon(shared_root).start()
+    proc = rewriting_tenant(d, "cheat")
+    try:
+        wait_rewritten(proc)
+        after_two_samples(d)
+        v = compute_violation(d, "cheat")
+        assert v and v["compute_over_pct"] >= 30 and v["compute_violations"] >= 1, (v, d.tenants().get("cheat"))
+        assert any(ln.startswith("cheat") and "compute +" in ln for ln in cli(d, "ps").stdout.splitlines())
+        assert metric(metrics(d), "gpuslice_tenant_compute_violations_total", "cheat") >= 1
+    finally:
+        proc.kill()
+        proc.wait()
         d.stop()
