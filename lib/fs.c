@@ -26,7 +26,9 @@ int gs_mkdir_p(const char *dir, mode_t mode, gs_error_t *err)
 int gs_dir_check_safe(const char *dir, bool private_only, gs_error_t *err)
 {
   struct stat st;
-  if (lstat(dir, &st) < 0)
+  /* The per-user default sits in a shared place (/tmp): a symlink there is someone else's to
+   * re-point, so it must be the directory itself. A given dir may be a link the caller made. */
+  if ((private_only ? lstat(dir, &st) : stat(dir, &st)) < 0)
     return errno == ENOENT ? 0 : gs_make_error(err, errno, "state dir '%s'", dir);
   mode_t open_bits = private_only ? 0077 : 0022;
   bool owner_ok = st.st_uid == geteuid() || st.st_uid == 0;

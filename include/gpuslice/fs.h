@@ -12,7 +12,7 @@ int gs_mkdir_p(const char *dir, mode_t mode, gs_error_t *err);
 
 /* Refuses a directory that someone other than the caller could have planted or can change:
  * one not owned by the caller's euid or root, or writable by group or other; with
- * private_only, any group or other access at all. A missing dir passes (its creator
+ * private_only, any group or other access at all, or a symlink. A missing dir passes (its creator
  * decides its mode). The error names the path, its owner and its mode in one line. */
 int gs_dir_check_safe(const char *dir, bool private_only, gs_error_t *err);
 

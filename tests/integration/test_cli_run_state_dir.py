@@ -3,6 +3,7 @@ dir is /tmp/gpuslice-<uid>, which any user can create first and then use to set 
 limits, delete its ledger or answer on a fake socket. The CLI, the interposer and the daemon
 refuse a state dir (or the directory holding the socket) that another user owns or can write,
 and the CLI creates the per-user default 0700. Each test is named for what must hold."""
+import errno
 import os
 import pathlib
 import shutil
@@ -11,6 +12,8 @@ import subprocess
 
 from daemon_env import (GIB, GPUSLICE, MIB, PYTHON, Daemon, Tenant, alloc_until_oom, as_user,  # noqa: F401
                         ensure_user, needs_root, shared_root, tenant_env, user_dir)
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def per_user_default(pw):
@@ -40,6 +43,25 @@ def plant(attacker, path, mode):
     assert r.returncode == 0, r.stderr
 
 
+def fake_daemon(attacker, sock):
+    """A fake daemon the attacker runs on sock: it answers every request 200 with []."""
+    fake = subprocess.Popen(as_user(attacker) + [PYTHON, "-c", f"""
+import os, socket
+s = socket.socket(socket.AF_UNIX); s.bind({str(sock)!r}); s.listen(8)
+os.chmod({str(sock)!r}, 0o777)
+print('ready', flush=True)
+while True:
+    c, _ = s.accept()
+    c.recv(65536)
+    c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: 2\\r\\n\\r\\n[]')
+    c.close()
+"""], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if fake.stdout.readline().strip() != "ready":
+        fake.kill()
+        raise AssertionError(fake.communicate()[1])
+    return fake
+
+
 def assert_refused_in_one_line(r, path, owner, mode):
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 1 and len(lines) == 1, (r.returncode, r.stderr)
@@ -65,19 +87,8 @@ def test_ps_refuses_a_socket_in_a_per_user_state_dir_another_user_created(shared
     path = per_user_default(victim)
     plant(attacker, path, 0o755)
     try:
-        fake = subprocess.Popen(as_user(attacker) + [PYTHON, "-c", f"""
-import os, socket
-s = socket.socket(socket.AF_UNIX); s.bind({str(path / 'gpuslice.sock')!r}); s.listen(8)
-os.chmod({str(path / 'gpuslice.sock')!r}, 0o777)
-print('ready', flush=True)
-while True:
-    c, _ = s.accept()
-    c.recv(65536)
-    c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: 2\\r\\n\\r\\n[]')
-    c.close()
-"""], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        fake = fake_daemon(attacker, path / "gpuslice.sock")
         try:
-            assert fake.stdout.readline().strip() == "ready", fake.stderr.read()
             r = as_victim(victim, victim_env(shared_root, victim), GPUSLICE, "ps")
             assert_refused_in_one_line(r, path, attacker, 0o755)
         finally:
@@ -133,3 +144,33 @@ def test_root_owned_state_dir_others_cannot_write_is_fine_for_everyone(shared_ro
         assert got["allocated_bytes"] == GIB - 64 * MIB, got
     finally:
         t.end()
+
+
+SERVED_CLIENT = r"""
+#include <gpuslice/served.h>
+int main(void)
+{
+  if (gpuslice_served(1) == 0) { puts("ok"); return 0; }
+  printf("errno=%d\n", errno);
+  return 1;
+}
+"""
+
+
+@needs_root
+def test_served_header_refuses_a_socket_in_a_per_user_state_dir_another_user_created(shared_root):
+    victim, attacker = ensure_user("gs-victim"), ensure_user("gs-attacker")
+    src, exe = shared_root / "served.c", shared_root / "served"
+    src.write_text(SERVED_CLIENT)
+    subprocess.run(["cc", "-std=c99", "-D_POSIX_C_SOURCE=200809L", "-I", str(REPO / "include"), str(src), "-o",
+                    str(exe)], check=True, capture_output=True, text=True)
+    path = per_user_default(victim)
+    plant(attacker, path, 0o755)
+    fake = fake_daemon(attacker, path / "gpuslice.sock")
+    try:
+        r = as_victim(victim, dict(victim_env(shared_root, victim), GPUSLICE_TENANT="mine"), exe)
+        assert r.returncode == 1 and r.stdout.strip() == f"errno={errno.EPERM}", (r.stdout, r.stderr)
+    finally:
+        fake.kill()
+        fake.wait()
+        shutil.rmtree(path, ignore_errors=True)
