@@ -23,11 +23,12 @@ struct run_tenant {
   char labels[GS_LEDGER_LABELS_MAX];
   const char *dir;
   struct gs_ledger *ledger;
+  int ledger_fd; /* held open while the tenant runs: see run_tenant_create */
 };
 
-#define RUN_TENANT_INIT \
-  {                     \
-    .gpu = -1           \
+#define RUN_TENANT_INIT        \
+  {                            \
+    .gpu = -1, .ledger_fd = -1 \
   }
 
 int run_tenant_set_vram(void *tenant, const char *arg, gs_error_t *err);

@@ -18,7 +18,8 @@
  *   api-routes.c    the route table: {method, path pattern, handler}, 404 and 405
  *   api-tenants.c, api-node.c, api-usage.c   the handlers
  *   metrics-http.c  GET /metrics and GET /health on TCP
- *   state-dir.c     the lock that keeps one daemon per state dir; making it again when removed */
+ *   state-dir.c     the lock that keeps one daemon per state dir; making it again when removed
+ *   registry-restore.c  the tenants' limits files and ledgers in a state dir made again */
 #ifndef GS_DAEMON_H
 #define GS_DAEMON_H
 
@@ -113,7 +114,10 @@ struct tenant {
   char ledger_dir[1024];
   char labels[GS_LEDGER_LABELS_MAX];
   struct gs_limits *limits; /* daemon-owned, mapped read-write */
-  int64_t db_id;            /* row in the usage ledger's tenants table, 0 until written */
+  /* The limits file a removed state dir held, still mapped by the tenant's older processes;
+   * kept in step with limits (registry-restore.c). NULL when none. */
+  struct gs_limits *limits_prev;
+  int64_t db_id; /* row in the usage ledger's tenants table, 0 until written */
   bool exited;
   int exit_status; /* -1 when unknown */
   uint64_t served_requests;
@@ -180,6 +184,9 @@ void registry_remove(struct registry *r, struct tenant *t);
 /* Adopts tenants the daemon does not know: its limits files left by an earlier run, and live
  * ledgers in its state dir. Returns how many were adopted. */
 int registry_adopt(struct registry *r, const uint64_t *gpu_totals, int ngpus);
+/* After the state dir was removed and made again (state-dir.c): writes each tenant's limits
+ * file again, and gives each ledger that was in it its path back (registry-restore.c). */
+void registry_restore(struct registry *r);
 /* Changes limits live (limits file, then the ledger's mirror). */
 void registry_set_vram(struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm,
                        const uint64_t *gpu_totals, int ngpus);

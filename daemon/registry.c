@@ -37,6 +37,8 @@ void registry_init(struct registry *r, const char *state_dir, const char *admin_
 static void tenant_free(struct tenant *t)
 {
   gs_limits_close(t->limits);
+  if (t->limits_prev)
+    gs_limits_close(t->limits_prev);
   if (t->ledger_fd >= 0)
     close(t->ledger_fd);
   if (t->pidfd >= 0)
@@ -288,6 +290,8 @@ int registry_adopt(struct registry *r, const uint64_t *gpu_totals, int ngpus)
 static void limits_changed(struct tenant *t)
 {
   gs_limits_changed(t->limits);
+  if (t->limits_prev)
+    gs_limits_mirror(t->limits_prev, t->limits);
   tenant_mirror_limits(t);
 }
 

@@ -5,7 +5,7 @@
  *
  * And, each interval, whether the state dir and the socket are still there: when someone
  * removed them, they are made again (the lock taken again, the API server on a new socket),
- * logged once. */
+ * logged once, and the tenants' files in it too (registry-restore.c). */
 #include "daemon.h"
 
 #include <errno.h>
@@ -128,6 +128,7 @@ void state_dir_watch(struct daemon *d)
     GS_LOG(GS_LOG_WARN,
            "state dir '%s' or socket '%s' was removed: made again; %d tenant(s) still known",
            d->cfg.state_dir, d->cfg.socket, d->reg.n);
+    registry_restore(&d->reg);
     d->state_lost = false;
     return;
   }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <gpuslice/fs.h>
 #include <gpuslice/limits.h>
 #include "ledger-internal.h"
 
@@ -34,7 +35,7 @@ int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err)
   char path[4096];
   if (gs__ledger_path(path, sizeof(path), dir, name, err) < 0)
     return -1;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  int fd = gs_open_nofollow_but_proc_fd(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return gs_make_error(err, errno, "open tenant ledger '%s'", path);
   return fd;
@@ -197,7 +198,7 @@ int gs_ledger_write_limits(const char *dir, const char *name, uid_t uid, uint64_
   uid_t owner;
   if (gs__ledger_path(path, sizeof(path), dir, name, err) < 0)
     return -1;
-  int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  int fd = gs_open_nofollow_but_proc_fd(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return gs_make_error(err, errno, "open tenant ledger '%s'", path);
   uint64_t created = 0;

@@ -79,7 +79,8 @@ int gs_ledger_attach(const char *dir, const char *name, struct gs_ledger **out, 
   char path[4096];
   if (gs__ledger_path(path, sizeof(path), dir, name, err) < 0)
     return -1;
-  return gs__shm_open(path, &gs__ledger_shm, GS__SHM_WRITE, (void **) out, NULL, err);
+  return gs__shm_open(path, &gs__ledger_shm, GS__SHM_WRITE | GS__SHM_PROC_LINK, (void **) out, NULL,
+                      err);
 }
 
 void gs_ledger_detach(struct gs_ledger *l)

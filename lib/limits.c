@@ -236,6 +236,19 @@ void gs_limits_changed(struct gs_limits *lim)
   atomic_fetch_add(&lim->generation, 1);
 }
 
+void gs_limits_mirror(struct gs_limits *dst, const struct gs_limits *src)
+{
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
+    atomic_store(&dst->limit_bytes[g], atomic_load(&src->limit_bytes[g]));
+    atomic_store(&dst->limit_ppm[g], atomic_load(&src->limit_ppm[g]));
+  }
+  atomic_store(&dst->compute.limit_ppm, atomic_load(&src->compute.limit_ppm));
+  atomic_store(&dst->compute.policy, atomic_load(&src->compute.policy));
+  atomic_store(&dst->compute.priority, atomic_load(&src->compute.priority));
+  atomic_store(&dst->compute.slice_ms, atomic_load(&src->compute.slice_ms));
+  gs_limits_changed(dst);
+}
+
 bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid_t uid)
 {
   return lim->uid == (uint32_t) uid && lim->ledger_created_unix_ns == l->created_unix_ns &&

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gpuslice/fs.h>
+
 /* How long GS__SHM_WAIT waits for a creator, in steps of 1 ms: at most a second. */
 #define WAIT_STEPS 1000
 
@@ -33,7 +35,7 @@ static int open_fd(const char *path, const struct gs__shm_layout *layout, int fl
       return gs_make_error(err, EEXIST, "create %s '%s'", layout->what, path);
   }
   if (fd < 0)
-    fd = open(path, mode);
+    fd = (flags & GS__SHM_PROC_LINK) ? gs_open_nofollow_but_proc_fd(path, mode) : open(path, mode);
   if (fd < 0)
     return gs_make_error(err, errno, "open %s '%s'", layout->what, path);
   return fd;

@@ -34,13 +34,15 @@ struct gs__shm_layout {
 };
 
 enum gs__shm_flags {
-  GS__SHM_WRITE = 1 << 0,   /* map read-write; else read-only */
-  GS__SHM_CREATE = 1 << 1,  /* create the file (0600, zeroed) when it does not exist: the
+  GS__SHM_WRITE = 1 << 0,     /* map read-write; else read-only */
+  GS__SHM_CREATE = 1 << 1,    /* create the file (0600, zeroed) when it does not exist: the
                              * caller then writes the header, the magic last */
-  GS__SHM_EXCL = 1 << 2,    /* with CREATE: fail with status EEXIST when it exists */
-  GS__SHM_WAIT = 1 << 3,    /* another process may be between creating the file and writing
+  GS__SHM_EXCL = 1 << 2,      /* with CREATE: fail with status EEXIST when it exists */
+  GS__SHM_WAIT = 1 << 3,      /* another process may be between creating the file and writing
                              * its header: wait (at most a second each) for its size and magic */
-  GS__SHM_PRIVATE = 1 << 4, /* refuse a file that group or others may write */
+  GS__SHM_PRIVATE = 1 << 4,   /* refuse a file that group or others may write */
+  GS__SHM_PROC_LINK = 1 << 5, /* follow a link to /proc/<pid>/fd/<n> (a ledger the daemon
+                               * gave its path back, gs_open_nofollow_but_proc_fd) */
 };
 
 /* Maps the file at path as layout says, with flags (enum gs__shm_flags). *created, when not

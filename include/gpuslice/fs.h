@@ -16,4 +16,15 @@ int gs_mkdir_p(const char *dir, mode_t mode, gs_error_t *err);
  * decides its mode). The error names the path, its owner and its mode in one line. */
 int gs_dir_check_safe(const char *dir, bool private_only, gs_error_t *err);
 
+/* A ledger whose file was removed while its tenant ran lives on in the descriptor its
+ * `gpuslice run` holds; the daemon gives it a path again as a symbolic link to
+ * /proc/<pid>/fd/<n> (registry-restore.c). True when target has exactly that form. */
+bool gs_is_proc_fd_path(const char *target);
+
+/* open(path, flags | O_NOFOLLOW), except that a symbolic link to /proc/<pid>/fd/<n> is
+ * followed, and only to a regular file (looked at through O_PATH first, so that nothing else
+ * is ever opened). Any other link fails with ELOOP, as O_NOFOLLOW does. Returns the fd, or -1
+ * with errno. */
+int gs_open_nofollow_but_proc_fd(const char *path, int flags);
+
 #endif

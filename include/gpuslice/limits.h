@@ -112,6 +112,9 @@ void gs_limits_set_compute(struct gs_limits *lim, const uint32_t *ppm, const uin
                            const uint32_t *priority, const uint32_t *slice_ms);
 /* Ends a change made with the calls above in a mapped file: bumps generation. */
 void gs_limits_changed(struct gs_limits *lim);
+/* Copies the limits the interposer reads (memory and compute) from src into dst, then
+ * gs_limits_changed(dst): keeps a second file of the same tenant in step. */
+void gs_limits_mirror(struct gs_limits *dst, const struct gs_limits *src);
 
 /* True when lim is about the tenant of ledger l (same name and instance) and owned by uid. */
 bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid_t uid);

@@ -11,7 +11,8 @@ import urllib.request
 from contextlib import ExitStack
 
 from conftest import make_sim_env, run
-from daemon_env import GPUSLICE, Daemon, Tenant, daemon, shared_root, wait_for  # noqa: F401
+from daemon_env import (GPUSLICE, MIB, Daemon, Tenant, alloc_until_oom, daemon, shared_root,  # noqa: F401
+                        tenant_env, wait_for)
 
 
 def idle_connections(stack, port, n):
@@ -232,6 +233,40 @@ def test_a_removed_state_dir_is_made_again_and_its_tenants_still_known(shared_ro
     finally:
         t.end()
         d.stop()
+
+
+def test_a_removed_state_dir_gives_its_tenants_back_their_ledger_and_limits(shared_root):
+    """Finding 12: after `rm -rf` of the state dir, new processes of a running tenant charge the
+    same ledger under the daemon's limits, and a restarted daemon still accounts the tenant."""
+    d = Daemon(shared_root, interval=0.2).start()
+    t = Tenant(d, "kept", ["--vram", "2Gi"], 512 * MIB)
+    try:
+        wait_for(lambda: any(g["vram_used_bytes"] == 512 * MIB for g in d.tenants()["kept"]["gpus"]),
+                 what="the daemon to sample the tenant")
+        shutil.rmtree(d.state)
+        ledger, limits = d.state / "tenants" / "kept", d.state / "limits" / "kept"
+        wait_for(lambda: ledger.is_symlink() and limits.exists(), timeout=10,
+                 what="the tenant's ledger and limits file to be given back")
+        log = d.log.read_text()
+        assert "ledger" in log and "given back" in log, log
+        # The 512 MiB the first process holds count against the 2 GiB: one ledger, not two.
+        env = tenant_env(d, "kept")
+        assert alloc_until_oom(env)["allocated_bytes"] == 1536 * MIB
+        # The daemon's limits still decide, through the limits file it wrote again.
+        r = run([GPUSLICE, "set", "kept", "--vram", "1Gi"], env=d.env)
+        assert r.returncode == 0, r.stderr
+        assert alloc_until_oom(env)["allocated_bytes"] == 512 * MIB
+        # A daemon started again adopts the tenant from those files and accounts it.
+        d.stop()
+        d.start()
+        kept = d.tenants()["kept"]
+        assert kept["limits"]["vram_bytes"] == 1 << 30, kept
+        wait_for(lambda: any(g["vram_used_bytes"] == 512 * MIB for g in d.tenants()["kept"]["gpus"]),
+                 what="the restarted daemon to account the tenant")
+    finally:
+        t.end()
+        d.stop()
+    assert not ledger.exists() and not ledger.is_symlink(), "the tenant's end removes the link"
 
 
 def test_what_the_daemon_would_refuse_in_html_the_cli_refuses_as_a_usage_error(daemon):

@@ -15,6 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <gpuslice/fs.h>
+
 #include "shm.h"
 #include "temp-dir.h"
 
@@ -152,6 +155,55 @@ static void test_wait_sees_a_creator_finish(void **state)
   gs__shm_close(m, &thing_shm);
 }
 
+/* A ledger given its path back is a link to /proc/<pid>/fd/<n>: that link is followed, to a
+ * regular file only; every other link is refused as O_NOFOLLOW refuses it. */
+static void test_only_a_link_to_a_proc_fd_of_a_regular_file_is_followed(void **state)
+{
+  (void) state;
+  char path[128], link[128], target[64];
+  struct thing *t = NULL;
+  gs_error_t err = NULL;
+  path_of(path, sizeof(path), "held");
+  path_of(link, sizeof(link), "link");
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, sizeof(struct thing)), 0);
+  struct thing init = { .value = 7 };
+  write_header(&init);
+  assert_int_equal(pwrite(fd, &init, sizeof(init), 0), (ssize_t) sizeof(init));
+  assert_int_equal(unlink(path), 0); /* removed: only the descriptor holds it */
+  snprintf(target, sizeof(target), "/proc/%d/fd/%d", (int) getpid(), fd);
+  assert_true(gs_is_proc_fd_path(target));
+  assert_int_equal(symlink(target, link), 0);
+  assert_int_equal(gs__shm_open(link, &thing_shm, GS__SHM_WRITE, (void **) &t, NULL, &err), -1);
+  assert_int_equal(err->status, ELOOP); /* without the flag, no link at all */
+  gs_error_release(&err);
+  int flags = GS__SHM_WRITE | GS__SHM_PROC_LINK;
+  assert_int_equal(gs__shm_open(link, &thing_shm, flags, (void **) &t, NULL, &err), 0);
+  assert_int_equal(t->value, 7);
+  gs__shm_close(t, &thing_shm);
+  close(fd);
+
+  const char *bad[] = { "/etc/passwd",   "/proc/self/fd/0", "/proc/1/fd/",
+                        "/proc/1/fdx/2", "/proc/1/fd/2/..", "proc/1/fd/2" };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    assert_false(gs_is_proc_fd_path(bad[i])); /* "self" too: it would name the opener */
+  /* Another link, or one to a descriptor that is no regular file (a pipe), fails with ELOOP. */
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  snprintf(target, sizeof(target), "/proc/%d/fd/%d", (int) getpid(), p[0]);
+  for (int i = 0; i < 2; i++) {
+    unlink(link);
+    assert_int_equal(symlink(i == 0 ? "/etc/passwd" : target, link), 0);
+    errno = 0;
+    assert_int_equal(gs_open_nofollow_but_proc_fd(link, O_RDONLY | O_NONBLOCK), -1);
+    assert_int_equal(errno, ELOOP);
+  }
+  close(p[0]);
+  close(p[1]);
+  unlink(link);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -159,6 +211,7 @@ int main(void)
     cmocka_unit_test(test_exclusive_create_of_an_existing_file_says_eexist),
     cmocka_unit_test(test_bad_files_are_refused_with_what_is_wrong),
     cmocka_unit_test(test_wait_sees_a_creator_finish),
+    cmocka_unit_test(test_only_a_link_to_a_proc_fd_of_a_regular_file_is_followed),
   };
   return cmocka_run_group_tests(tests, gs_test_dir_setup, gs_test_dir_teardown);
 }
