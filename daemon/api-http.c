@@ -233,12 +233,18 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
   return len;
 }
 
-/* A socket file left by a daemon that died is replaced; one that answers is another daemon. */
+/* A socket file left by a daemon that died is replaced; one that answers is another daemon.
+ * Another user's file is never removed (root could, in a sticky /tmp), whatever it is. */
 static int clear_stale(const struct sockaddr_un *addr, gs_error_t *err)
 {
   struct stat st;
   if (lstat(addr->sun_path, &st) < 0)
     return 0;
+  if (st.st_uid != geteuid())
+    return gs_make_error(err, EPERM,
+                         "'%s' exists, owned by uid %u with mode %04o; refusing to replace "
+                         "another user's file",
+                         addr->sun_path, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777));
   if (!S_ISSOCK(st.st_mode))
     return gs_make_error(err, EEXIST, "'%s' exists and is not a socket", addr->sun_path);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -249,6 +255,14 @@ static int clear_stale(const struct sockaddr_un *addr, gs_error_t *err)
     return gs_make_error(err, EADDRINUSE, "another daemon is listening at '%s'", addr->sun_path);
   unlink(addr->sun_path);
   return 0;
+}
+
+/* The socket path goes with the server, unless it names another user's file by now. */
+static void unlink_own_socket(const char *path)
+{
+  struct stat st;
+  if (lstat(path, &st) == 0 && st.st_uid == geteuid())
+    unlink(path);
 }
 
 static int make_dir_of(const char *path, gs_error_t *err)
@@ -296,7 +310,7 @@ int api_http_start(struct daemon *d, gs_error_t *err)
     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) DAEMON_HTTP_POOL, MHD_OPTION_END);
   if (!d->api) {
     close(fd);
-    unlink(d->cfg.socket);
+    unlink_own_socket(d->cfg.socket);
     return gs_make_error(err, 0, "cannot start the API server on '%s'", d->cfg.socket);
   }
   return 0;
@@ -308,5 +322,5 @@ void api_http_stop(struct daemon *d)
     return;
   MHD_stop_daemon(d->api);
   d->api = NULL;
-  unlink(d->cfg.socket);
+  unlink_own_socket(d->cfg.socket);
 }

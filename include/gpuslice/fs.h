@@ -3,6 +3,7 @@
 #define GS_FS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include <gpuslice/error.h>
@@ -15,5 +16,16 @@ int gs_mkdir_p(const char *dir, mode_t mode, gs_error_t *err);
  * private_only, any group or other access at all, or a symlink. A missing dir passes (its creator
  * decides its mode). The error names the path, its owner and its mode in one line. */
 int gs_dir_check_safe(const char *dir, bool private_only, gs_error_t *err);
+
+/* gs_dir_check_safe on the directory holding socket, with one exception: a sticky directory
+ * (S_ISVTX, as /tmp) owned by the caller or root may be writable by others, since none of them
+ * can remove or rename a file there that is not theirs. The socket itself must then be a
+ * socket (lstat: not a symlink) owned by the caller or root, or only by the caller with
+ * own_only (the daemon, which replaces a stale socket: it never removes another's file).
+ * Not with private_only: a per-user default is never in a shared directory. */
+int gs_socket_check_safe(const char *socket, bool private_only, bool own_only, gs_error_t *err);
+
+/* The directory part of path into dir: "." for a bare name, "/" for one in the root. */
+void gs_dir_of(const char *path, char *dir, size_t len);
 
 #endif
