@@ -54,7 +54,7 @@ struct daemon_client *daemon_client_new(const char *socket_path, gs_error_t *err
     curl_ready = true;
   }
   /* A socket in a directory another user could have planted answers for that user. */
-  if (gs_daemon_socket_dir_check(daemon_client_socket(socket_path), err) < 0)
+  if (gs_daemon_socket_dir_check(daemon_client_socket(socket_path), false, err) < 0)
     return NULL;
   CURL *curl = curl_easy_init();
   if (!curl) {

@@ -4,6 +4,7 @@
  * It owns the transport: the socket (made here, mode from the config, a stale socket of a
  * dead daemon replaced, a live one refused), the caller's identity (SO_PEERCRED, access.c),
  * bodies (at most 64 KiB, else 413; POST and PATCH bodies must be a JSON object, else 400),
+ * the request URI (at most 8 KiB, else 414) and header block (at most 32 KiB, else 431),
  * errors as {"error": "..."}; the route table (api-routes.c) picks the handler. */
 #include "api.h"
 
@@ -23,6 +24,8 @@
 struct conn_state {
   char *buf;
   size_t len;
+  size_t uri_len; /* the request target as sent, query included */
+  bool headers_seen;
   bool too_big;
 };
 
@@ -138,18 +141,53 @@ static bool declared_too_big(struct MHD_Connection *conn)
   return cl && strtoull(cl, NULL, 10) > DAEMON_BODY_MAX;
 }
 
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    size_t key_size, const char *value, size_t value_size)
+{
+  size_t *total = cls;
+  (void) kind;
+  (void) key;
+  (void) value;
+  *total += key_size + value_size + 4; /* ": " and CRLF */
+  return MHD_YES;
+}
+
+/* Refused once the headers are in, before any body is read. libmicrohttpd would refuse a URI
+ * or header block past its pool (DAEMON_HTTP_POOL) itself, in HTML; the daemon refuses them
+ * in JSON well before that. */
+static enum MHD_Result check_headers(struct MHD_Connection *conn, const struct conn_state *cs)
+{
+  size_t header_bytes = 0;
+  if (cs->uri_len > DAEMON_URI_MAX)
+    return send_error(conn, 414, "request URI exceeds 8 KiB");
+  MHD_get_connection_values_n(conn, MHD_HEADER_KIND, count_header, &header_bytes);
+  if (header_bytes > DAEMON_HEADERS_MAX)
+    return send_error(conn, 431, "request header fields exceed 32 KiB");
+  if (declared_too_big(conn))
+    return send_error(conn, 413, "request body exceeds 64 KiB");
+  return MHD_YES;
+}
+
+/* Called with the request target as sent (before the query is split off and decoded), before
+ * the handler: what it returns is the request's state, freed by on_completed. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+  (void) cls;
+  (void) conn;
+  struct conn_state *cs = xcalloc(1, sizeof(*cs));
+  cs->uri_len = strlen(uri);
+  return cs;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
   struct conn_state *cs = *con_cls;
   (void) version;
-  if (!cs) {
-    *con_cls = cs = xcalloc(1, sizeof(*cs));
-    /* Refused before the client sends it, when it says how big it is. */
-    if (declared_too_big(conn))
-      return send_error(conn, 413, "request body exceeds 64 KiB");
-    return MHD_YES;
+  if (!cs->headers_seen) {
+    cs->headers_seen = true;
+    return check_headers(conn, cs);
   }
   if (*upload_size) {
     if (!cs->too_big && cs->len + *upload_size <= DAEMON_BODY_MAX) {
@@ -195,12 +233,18 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
   return len;
 }
 
-/* A socket file left by a daemon that died is replaced; one that answers is another daemon. */
+/* A socket file left by a daemon that died is replaced; one that answers is another daemon.
+ * Another user's file is never removed (root could, in a sticky /tmp), whatever it is. */
 static int clear_stale(const struct sockaddr_un *addr, gs_error_t *err)
 {
   struct stat st;
   if (lstat(addr->sun_path, &st) < 0)
     return 0;
+  if (st.st_uid != geteuid())
+    return gs_make_error(err, EPERM,
+                         "'%s' exists, owned by uid %u with mode %04o; refusing to replace "
+                         "another user's file",
+                         addr->sun_path, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777));
   if (!S_ISSOCK(st.st_mode))
     return gs_make_error(err, EEXIST, "'%s' exists and is not a socket", addr->sun_path);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -211,6 +255,14 @@ static int clear_stale(const struct sockaddr_un *addr, gs_error_t *err)
     return gs_make_error(err, EADDRINUSE, "another daemon is listening at '%s'", addr->sun_path);
   unlink(addr->sun_path);
   return 0;
+}
+
+/* The socket path goes with the server, unless it names another user's file by now. */
+static void unlink_own_socket(const char *path)
+{
+  struct stat st;
+  if (lstat(path, &st) == 0 && st.st_uid == geteuid())
+    unlink(path);
 }
 
 static int make_dir_of(const char *path, gs_error_t *err)
@@ -250,12 +302,15 @@ int api_http_start(struct daemon *d, gs_error_t *err)
     return -1;
   d->api = MHD_start_daemon(
     MHD_USE_EPOLL, 0, NULL, NULL, on_request, d, MHD_OPTION_LISTEN_SOCKET, fd,
-    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 10, MHD_OPTION_CONNECTION_LIMIT, (unsigned) 256,
-    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) (16 * 1024), MHD_OPTION_END);
+    MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+    MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 10,
+    MHD_OPTION_CONNECTION_LIMIT, (unsigned) DAEMON_API_CONNECTIONS,
+    /* Mapped per connection, touched only as far as a request fills it: the worst case, every
+     * connection holding a request just under the pool, is 256 x 256 KiB = 64 MiB. */
+    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) DAEMON_HTTP_POOL, MHD_OPTION_END);
   if (!d->api) {
     close(fd);
-    unlink(d->cfg.socket);
+    unlink_own_socket(d->cfg.socket);
     return gs_make_error(err, 0, "cannot start the API server on '%s'", d->cfg.socket);
   }
   return 0;
@@ -267,5 +322,5 @@ void api_http_stop(struct daemon *d)
     return;
   MHD_stop_daemon(d->api);
   d->api = NULL;
-  unlink(d->cfg.socket);
+  unlink_own_socket(d->cfg.socket);
 }

@@ -83,7 +83,7 @@ static int start(struct daemon *d, gs_error_t *err)
   /* The lock comes before the usage ledger and any adoption: two daemons on one state dir
    * would both adopt every tenant and write every interval twice. */
   if (gs_ledger_state_dir_make(d->cfg.state_dir, err) < 0 ||
-      gs_daemon_socket_dir_check(d->cfg.socket, err) < 0 ||
+      gs_daemon_socket_dir_check(d->cfg.socket, true, err) < 0 ||
       state_dir_lock(d->cfg.state_dir, &d->state_lock, err) < 0 ||
       usage_db_open(d->cfg.ledger, &d->db, err) < 0)
     return -1;

@@ -35,6 +35,14 @@
 #include <gpuslice/snapshot.h>
 
 #define DAEMON_BODY_MAX (64 * 1024)
+/* The API answers a longer request URI (path and query, as sent) with 414, and a larger header
+ * block (names, values, ": " and CRLF) with 431, in JSON. Both sit well below the memory pool
+ * libmicrohttpd gives each connection: a request line and headers that do not fit the pool it
+ * refuses on its own, in HTML, before the daemon sees them. */
+#define DAEMON_URI_MAX (8 * 1024)
+#define DAEMON_HEADERS_MAX (32 * 1024)
+#define DAEMON_HTTP_POOL (256 * 1024)
+#define DAEMON_API_CONNECTIONS 256
 
 /* ---- configuration (config.c) ---- */
 

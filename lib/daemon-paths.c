@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <gpuslice/env.h>
+#include <gpuslice/fs.h>
 #include <gpuslice/tenant-ledger.h>
 
 #define SYSTEM_SOCKET "/run/gpuslice/gpuslice.sock"
@@ -73,16 +74,9 @@ const char *gs_daemon_metrics_listen(void)
   return buf;
 }
 
-int gs_daemon_socket_dir_check(const char *socket, gs_error_t *err)
+int gs_daemon_socket_dir_check(const char *socket, bool listening, gs_error_t *err)
 {
   char dir[4096];
-  snprintf(dir, sizeof(dir), "%s", socket);
-  char *slash = strrchr(dir, '/');
-  if (!slash)
-    snprintf(dir, sizeof(dir), ".");
-  else if (slash == dir)
-    dir[1] = '\0';
-  else
-    *slash = '\0';
-  return gs_ledger_state_dir_check(dir, err);
+  gs_dir_of(socket, dir, sizeof(dir));
+  return gs_socket_check_safe(socket, gs_ledger_state_dir_is_per_user(dir), listening, err);
 }

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,4 +41,50 @@ int gs_dir_check_safe(const char *dir, bool private_only, gs_error_t *err)
                        dir, S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
                        (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777),
                        private_only ? "0700" : "without group or other write");
+}
+
+void gs_dir_of(const char *path, char *dir, size_t len)
+{
+  snprintf(dir, len, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, len, ".");
+  else if (slash == dir)
+    dir[1] = '\0';
+  else
+    *slash = '\0';
+}
+
+/* A sticky directory that others may write (/tmp): anyone may add a file there, but only its
+ * owner or root may remove or rename it. So the socket file, once it is the caller's or root's,
+ * stays theirs, and that is what is checked; a missing one passes, as a missing dir does. */
+static int socket_check_in_sticky(const char *socket, const char *dir, bool own_only,
+                                  gs_error_t *err)
+{
+  struct stat st;
+  if (lstat(socket, &st) < 0)
+    return errno == ENOENT ? 0 : gs_make_error(err, errno, "socket '%s'", socket);
+  bool owner_ok = st.st_uid == geteuid() || (!own_only && st.st_uid == 0);
+  if (S_ISSOCK(st.st_mode) && owner_ok)
+    return 0;
+  return gs_make_error(err, EPERM,
+                       "socket '%s' in the shared directory '%s' is %s owned by uid %u with mode "
+                       "%04o; refusing it (want a socket owned by %s)",
+                       socket, dir, S_ISSOCK(st.st_mode) ? "a socket" : "not a socket",
+                       (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777),
+                       own_only ? "you" : "you or root");
+}
+
+int gs_socket_check_safe(const char *socket, bool private_only, bool own_only, gs_error_t *err)
+{
+  char dir[4096];
+  struct stat st;
+  gs_dir_of(socket, dir, sizeof(dir));
+  if (gs_dir_check_safe(dir, private_only, err) == 0)
+    return 0;
+  if (private_only || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !(st.st_mode & S_ISVTX) ||
+      (st.st_uid != geteuid() && st.st_uid != 0))
+    return -1;
+  gs_error_release(err);
+  return socket_check_in_sticky(socket, dir, own_only, err);
 }

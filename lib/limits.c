@@ -265,6 +265,10 @@ static int open_daemon_file(const char *dir, const char *name)
   int fd = -1;
   if ((size_t) snprintf(ldir, sizeof(ldir), "%s/limits", dir) >= sizeof(ldir))
     return -1;
+  /* The daemon keeps limits in its state dir, which others may never write. A dir they may
+   * (the socket's, when that is /tmp) holds no limits/ but one someone else made. */
+  if (stat(dir, &ds) < 0 || (ds.st_mode & (S_IWGRP | S_IWOTH)))
+    return -1;
   /* O_PATH: the directory is 0751, its files opened by name by those who may not list it. */
   int dfd = open(ldir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (dfd < 0)

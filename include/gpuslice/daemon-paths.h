@@ -16,6 +16,8 @@
 #ifndef GS_DAEMON_PATHS_H
 #define GS_DAEMON_PATHS_H
 
+#include <stdbool.h>
+
 #include <gpuslice/error.h>
 
 #define GS_DAEMON_METRICS_DEFAULT "127.0.0.1:9400"
@@ -28,9 +30,10 @@ const char *gs_daemon_dir(void);
 /* The socket the daemon listens on: the same, without the fallback to the system socket. */
 const char *gs_daemon_listen_socket_path(void);
 const char *gs_daemon_ledger_path(void);
-/* gs_ledger_state_dir_check on the directory holding socket: a client calls it once before
- * it connects, the daemon before it listens. */
-int gs_daemon_socket_dir_check(const char *socket, gs_error_t *err);
+/* gs_socket_check_safe on socket, private_only as gs_ledger_state_dir_check decides it for its
+ * directory: a client calls it once before it connects, the daemon (listening: the socket, if
+ * there, must be its own) before it listens. */
+int gs_daemon_socket_dir_check(const char *socket, bool listening, gs_error_t *err);
 const char *gs_daemon_metrics_listen(void);
 
 #endif

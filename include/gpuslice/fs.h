@@ -3,6 +3,7 @@
 #define GS_FS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include <gpuslice/error.h>
@@ -26,5 +27,16 @@ bool gs_is_proc_fd_path(const char *target);
  * is ever opened). Any other link fails with ELOOP, as O_NOFOLLOW does. Returns the fd, or -1
  * with errno. */
 int gs_open_nofollow_but_proc_fd(const char *path, int flags);
+
+/* gs_dir_check_safe on the directory holding socket, with one exception: a sticky directory
+ * (S_ISVTX, as /tmp) owned by the caller or root may be writable by others, since none of them
+ * can remove or rename a file there that is not theirs. The socket itself must then be a
+ * socket (lstat: not a symlink) owned by the caller or root, or only by the caller with
+ * own_only (the daemon, which replaces a stale socket: it never removes another's file).
+ * Not with private_only: a per-user default is never in a shared directory. */
+int gs_socket_check_safe(const char *socket, bool private_only, bool own_only, gs_error_t *err);
+
+/* The directory part of path into dir: "." for a bare name, "/" for one in the root. */
+void gs_dir_of(const char *path, char *dir, size_t len);
 
 #endif

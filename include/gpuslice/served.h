@@ -21,9 +21,11 @@
  * Returns 0 when the daemon accepted the count, else -1 with errno set: EINVAL (no or bad
  * GPUSLICE_TENANT, or requests = 0), ENAMETOOLONG (socket path), the errno of socket(),
  * connect() or I/O (ENOENT, ECONNREFUSED: no daemon; EAGAIN: timed out), or EPROTO when
- * the daemon answered with an error, or EPERM when the directory holding the default socket
- * is not owned by the caller or root or others may write it (any group or other access, for
- * the per-user default), since another user could have planted a fake daemon there (gpuslice_served_to() gives its status line).
+ * the daemon answered with an error, or EPERM when the directory holding the socket is not
+ * owned by the caller or root or others may write it (any group or other access, for the
+ * per-user default), since another user could have planted a fake daemon there; in a sticky
+ * directory such as /tmp, when the socket itself is not a socket owned by the caller or root.
+ * gpuslice_served_to() gives the daemon's status line.
  * Thread-safe; never raises SIGPIPE. C99 or later, POSIX. */
 #ifndef GPUSLICE_SERVED_H
 #define GPUSLICE_SERVED_H
@@ -65,7 +67,10 @@ static inline int gpuslice_socket_path(char *buf, size_t len)
 
 /* 1 when the directory holding socket path is one no other user could have planted or can
  * change (owned by the caller or root, no group or other write; no group or other access
- * at all with private_only), as the gpuslice clients check it; else 0 with EPERM. */
+ * at all with private_only), as the gpuslice clients check it; else 0 with EPERM. The one
+ * exception, not with private_only: a sticky directory (/tmp) owned by the caller or root that
+ * others may write, where no one else can remove or rename a file, when the socket itself
+ * (not a symlink) is a socket owned by the caller or root, or is missing. */
 static inline int gpuslice__socket_dir_ok(const char *path, int private_only)
 {
   char dir[108];
@@ -84,6 +89,13 @@ static inline int gpuslice__socket_dir_ok(const char *path, int private_only)
   if (S_ISDIR(st.st_mode) && (st.st_uid == geteuid() || st.st_uid == 0) &&
       !(st.st_mode & (private_only ? 077 : 022)))
     return 1;
+  if (!private_only && S_ISDIR(st.st_mode) && (st.st_mode & 01000) && /* S_ISVTX, XSI only */
+      (st.st_uid == geteuid() || st.st_uid == 0)) {
+    if (lstat(path, &st) < 0)
+      return errno == ENOENT;
+    if (S_ISSOCK(st.st_mode) && (st.st_uid == geteuid() || st.st_uid == 0))
+      return 1;
+  }
   errno = EPERM;
   return 0;
 }

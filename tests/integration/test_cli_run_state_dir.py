@@ -2,7 +2,8 @@
 dir is /tmp/gpuslice-<uid>, which any user can create first and then use to set the victim's
 limits, delete its ledger or answer on a fake socket. The CLI, the interposer and the daemon
 refuse a state dir (or the directory holding the socket) that another user owns or can write,
-and the CLI creates the per-user default 0700. Each test is named for what must hold."""
+and the CLI creates the per-user default 0700. The socket alone may sit directly in sticky /tmp,
+when the socket file is the caller's or root's. Each test is named for what must hold."""
 import errno
 import os
 import pathlib
@@ -174,3 +175,83 @@ def test_served_header_refuses_a_socket_in_a_per_user_state_dir_another_user_cre
         fake.kill()
         fake.wait()
         shutil.rmtree(path, ignore_errors=True)
+
+
+def tmp_socket(tag):
+    """A socket path directly in /tmp (sticky, mode 1777), unique to this test run."""
+    path = pathlib.Path(f"/tmp/gs-test-{tag}-{os.getpid()}.sock")
+    if path.exists() or path.is_symlink():
+        path.unlink()
+    return path
+
+
+def served_client(root):
+    src, exe = root / "served.c", root / "served"
+    src.write_text(SERVED_CLIENT)
+    subprocess.run(["cc", "-std=c99", "-D_POSIX_C_SOURCE=200809L", "-I", str(REPO / "include"), str(src), "-o",
+                    str(exe)], check=True, capture_output=True, text=True)
+    return exe
+
+
+def test_a_socket_directly_in_sticky_tmp_serves_its_owners_clients(shared_root):
+    assert stat.S_IMODE(os.stat("/tmp").st_mode) & (stat.S_ISVTX | stat.S_IWOTH) == stat.S_ISVTX | stat.S_IWOTH
+    sock = tmp_socket("own")
+    d = Daemon(shared_root)
+    d.sock = sock
+    d.env["GPUSLICE_SOCKET"] = str(sock)
+    try:
+        d.start("--socket", str(sock))
+        st = os.lstat(sock)
+        assert stat.S_ISSOCK(st.st_mode) and st.st_uid == os.geteuid()
+        r = subprocess.run([str(GPUSLICE), "ps", "--socket", str(sock)], env=d.env, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        r = subprocess.run([str(GPUSLICE), "ps", "--json"], env=d.env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        # served.h gets to the daemon too: it answers 404 for a tenant it does not know (EPROTO), not EPERM.
+        r = subprocess.run([str(served_client(shared_root))], env=dict(d.env, GPUSLICE_TENANT="nobody"),
+                           capture_output=True, text=True, timeout=60)
+        assert r.stdout.strip() == f"errno={errno.EPROTO}", (r.stdout, r.stderr)
+    finally:
+        d.stop()
+        assert not sock.exists()
+
+
+@needs_root
+def test_a_socket_another_user_bound_in_sticky_tmp_is_refused_by_client_and_daemon(shared_root):
+    victim, attacker = ensure_user("gs-victim"), ensure_user("gs-attacker")
+    sock = tmp_socket("planted")
+    exe = served_client(shared_root)
+    state = user_dir(shared_root / "victim-state", victim)
+    env = dict(victim_env(shared_root, victim), GPUSLICE_STATE_DIR=str(state), GPUSLICE_SOCKET=str(sock),
+               GPUSLICE_LEDGER_DB=str(state / "ledger.db"), GPUSLICE_METRICS_LISTEN="off")
+    fake = fake_daemon(attacker, sock)
+    try:
+        r = as_victim(victim, env, GPUSLICE, "ps", "--socket", sock)
+        assert_refused_in_one_line(r, sock, attacker, 0o777)
+        r = as_victim(victim, dict(env, GPUSLICE_TENANT="mine"), exe)
+        assert r.returncode == 1 and r.stdout.strip() == f"errno={errno.EPERM}", (r.stdout, r.stderr)
+        r = as_victim(victim, env, GPUSLICE, "daemon", "--foreground", "--socket", sock)
+        assert_refused_in_one_line(r, sock, attacker, 0o777)
+        # Root's daemon refuses it as well: it could remove the file, and must not.
+        r = subprocess.run([str(GPUSLICE), "daemon", "--foreground", "--socket", str(sock)],
+                           env=dict(Daemon(shared_root / "root").env, GPUSLICE_SOCKET=str(sock),
+                                    GPUSLICE_METRICS_LISTEN="off"),
+                           capture_output=True, text=True, timeout=60)
+        assert_refused_in_one_line(r, sock, attacker, 0o777)
+        st = os.lstat(sock)
+        assert stat.S_ISSOCK(st.st_mode) and st.st_uid == attacker.pw_uid
+    finally:
+        fake.kill()
+        fake.wait()
+        sock.unlink(missing_ok=True)
+
+
+def test_a_sticky_world_writable_dir_is_still_refused_as_a_state_dir(shared_root):
+    d = Daemon(shared_root)
+    d.state.mkdir(mode=0o755)
+    os.chmod(d.state, 0o1777)
+    r = subprocess.run([str(GPUSLICE), "daemon", "--foreground"], env=d.env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert str(d.state) in r.stderr and "mode 1777" in r.stderr, r.stderr

@@ -276,3 +276,46 @@ def test_what_the_daemon_would_refuse_in_html_the_cli_refuses_as_a_usage_error(d
         r = run([GPUSLICE] + args, env=daemon.env)
         assert r.returncode == 2, (args[:2], r.returncode, r.stderr[:200])
         assert len(r.stderr.splitlines()) == 1 and len(r.stderr) < 400, r.stderr[:200]
+
+
+def raw_exchange(sock_path, data, timeout=10.0):
+    """Send bytes as they are over the API socket and read the answer to its end."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(timeout)
+        s.connect(str(sock_path))
+        s.sendall(data)
+        answer = b""
+        try:
+            while chunk := s.recv(65536):
+                answer += chunk
+        except ConnectionResetError:
+            pass  # closed with some of the request unread: the answer came before
+    assert answer, "no answer"
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), head.decode(errors="replace"), body
+
+
+def assert_api_error(answer, status):
+    got, head, body = answer
+    assert got == status, head
+    assert "content-type: application/json" in head.lower(), head
+    err = json.loads(body)
+    assert list(err) == ["error"] and isinstance(err["error"], str), body[:200]
+    assert "\n" not in err["error"], err
+
+
+def test_a_long_uri_and_a_large_header_block_are_refused_in_the_apis_json(daemon):
+    uri = "/v1/tenants/" + "a" * (20 * 1024)
+    assert_api_error(raw_exchange(daemon.sock, f"GET {uri} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                                  .encode()), 414)
+    query = "/v1/usage?by=tenant&since=" + "1" * (20 * 1024)
+    assert_api_error(raw_exchange(daemon.sock, f"GET {query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                                  .encode()), 414)
+    headers = "".join(f"X-Pad-{i}: {'b' * 1000}\r\n" for i in range(40))
+    assert_api_error(raw_exchange(daemon.sock, f"GET /v1/health HTTP/1.1\r\nHost: x\r\n{headers}"
+                                  "Connection: close\r\n\r\n".encode()), 431)
+    one = "X-Pad: " + "c" * (40 * 1024) + "\r\n"
+    assert_api_error(raw_exchange(daemon.sock, f"GET /v1/health HTTP/1.1\r\nHost: x\r\n{one}"
+                                  "Connection: close\r\n\r\n".encode()), 431)
+    # Under the limits, the same daemon still answers.
+    assert daemon.get("/v1/health")[0] == 200
