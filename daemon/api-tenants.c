@@ -1,8 +1,9 @@
 /* The tenant routes: list, show, register (`gpuslice run`), change limits live (`gpuslice
  * set`), end (run, when its command ends), and count served requests. A caller sees only
  * their own tenants unless admin (access.c); someone else's tenant answers 404, exactly as a
- * missing one does, so that names do not leak. A memory limit an admin sets is a ceiling that
- * the tenant's owner may lower but not raise. api-routes.c maps methods and paths here. */
+ * missing one does, so that names do not leak. The memory and compute limits an admin sets
+ * are a ceiling that the tenant's owner may lower but not raise. api-routes.c maps methods
+ * and paths here. */
 #include "api.h"
 
 #include <stdlib.h>
@@ -96,8 +97,8 @@ static void request_from_reg(const struct tenant_json_reg *reg, struct tenant_re
   req->pid = (pid_t) reg->pid;
   req->ledger_dir = reg->state_dir;
   req->labels = reg->labels;
-  req->limits_given =
-    reg->vram_given || reg->compute_given[0] || reg->compute_given[1] || reg->compute_given[2];
+  req->compute_given = reg->compute_given[0] || reg->compute_given[1] || reg->compute_given[2];
+  req->limits_given = reg->vram_given || req->compute_given;
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
     bool here = reg->gpu < 0 || reg->gpu == g;
     req->limit_ppm[g] = here ? reg->lim.vram_ppm : 0;
@@ -157,6 +158,8 @@ int api_tenants_register(struct api_req *rq, struct api_reply *r)
   /* An admin registering someone else's tenant sets its limits as an admin's PATCH does. */
   if (rq->peer.admin && rq->peer.uid != t->uid && req.limits_given)
     registry_set_ceiling(t, -1);
+  if (rq->peer.admin && rq->peer.uid != t->uid && req.compute_given)
+    registry_set_compute_ceiling(t);
   if (usage_db_tenant(d->db, t, &err) < 0) {
     GS_LOG(GS_LOG_ERROR, "tenant '%s': %s", t->name, err->msg);
     gs_error_release(&err);
@@ -236,6 +239,32 @@ static bool vram_over_ceiling(struct api_req *rq, const struct tenant *t, int gp
   return true;
 }
 
+/* As vram_over_ceiling, for the compute limits given (not NULL): a share above the admin's
+ * or none, share where the admin set cap, a priority above the admin's. */
+static bool compute_over_ceiling(const struct tenant *t, const uint32_t *ppm,
+                                 const uint32_t *policy, const uint32_t *priority,
+                                 struct api_reply *r)
+{
+  const struct gs_limits *lim = t->limits;
+  switch (registry_compute_above_ceiling(t, ppm, policy, priority)) {
+  case GS_COMPUTE_FIELD_PPM:
+    api_error(r, 403,
+              "tenant '%s': the compute limit may not go above the ceiling an admin set, %g%%",
+              t->name, atomic_load(&lim->ceiling_compute_ppm) / 1e4);
+    return true;
+  case GS_COMPUTE_FIELD_POLICY:
+    api_error(r, 403,
+              "tenant '%s': the compute policy may not go above the ceiling an admin set, %s",
+              t->name, gs_compute_policy_name(atomic_load(&lim->ceiling_policy)));
+    return true;
+  case GS_COMPUTE_FIELD_PRIORITY:
+    api_error(r, 403, "tenant '%s': the priority may not go above the ceiling an admin set, %s",
+              t->name, gs_priority_name(atomic_load(&lim->ceiling_priority)));
+    return true;
+  default: return false;
+  }
+}
+
 int api_tenant_patch(struct api_req *rq, struct api_reply *r)
 {
   struct tenant *t = named_tenant(rq, r);
@@ -256,15 +285,23 @@ int api_tenant_patch(struct api_req *rq, struct api_reply *r)
     return 0;
   if (tenant_json_read_compute(rq->body, &c, cgiven, &err) < 0)
     return bad_request(r, &err), 0;
+  const uint32_t *cppm = cgiven[0] ? &c.compute_ppm : NULL;
+  const uint32_t *cpolicy = cgiven[1] ? &c.policy : NULL;
+  const uint32_t *cprio = cgiven[2] ? &c.priority : NULL;
+  bool compute = cppm || cpolicy || cprio;
+  /* Both checks come before either change: a refused PATCH changes nothing. */
   if (vram && !rq->peer.admin && vram_over_ceiling(rq, t, gpu, bytes, ppm, r))
+    return 0;
+  if (compute && !rq->peer.admin && compute_over_ceiling(t, cppm, cpolicy, cprio, r))
     return 0;
   if (vram)
     registry_set_vram(t, gpu, bytes, ppm, rq->d->gpu_totals, rq->d->snap.ngpus);
   if (vram && rq->peer.admin)
     registry_set_ceiling(t, gpu);
-  if (cgiven[0] || cgiven[1] || cgiven[2])
-    registry_set_compute(t, cgiven[0] ? &c.compute_ppm : NULL, cgiven[1] ? &c.policy : NULL,
-                         cgiven[2] ? &c.priority : NULL);
+  if (compute)
+    registry_set_compute(t, cppm, cpolicy, cprio);
+  if (compute && rq->peer.admin)
+    registry_set_compute_ceiling(t);
   GS_LOG(GS_LOG_INFO, "tenant '%s': limits changed by uid %u", t->name, (unsigned) rq->peer.uid);
   return api_ok(r, 200, api_tenant_json(rq->d, t));
 }

@@ -170,6 +170,7 @@ struct tenant_request {
   pid_t pid;              /* 0: the caller */
   const char *labels;     /* "k=v" lines, or NULL for the ledger's */
   bool limits_given;      /* else the ledger's limits are adopted */
+  bool compute_given;     /* a compute limit (share, policy or priority) was asked for */
   uint64_t limit_bytes[GS_LEDGER_MAX_GPUS];
   uint32_t limit_ppm[GS_LEDGER_MAX_GPUS];
   struct gs_ledger_compute compute;
@@ -206,6 +207,12 @@ int registry_vram_above_ceiling(const struct tenant *t, int gpu, uint64_t bytes,
                                 const uint64_t *gpu_totals, int ngpus);
 /* Makes the memory limits of gpu (all when gpu < 0), as they are now, the tenant's ceilings. */
 void registry_set_ceiling(struct tenant *t, int gpu);
+/* Which of the compute limits given (not NULL) would go above the ceiling an admin set
+ * (struct gs_limits.ceiling_compute_ppm and after): its bit of enum gs_compute_field, or 0. */
+unsigned registry_compute_above_ceiling(const struct tenant *t, const uint32_t *ppm,
+                                        const uint32_t *policy, const uint32_t *priority);
+/* Makes the tenant's compute limits, as they are now, its compute ceiling. */
+void registry_set_compute_ceiling(struct tenant *t);
 /* Reads every tenant's ledger into t->gpu; marks those whose owner has gone as exited. */
 void registry_sample(struct registry *r);
 

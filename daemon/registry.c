@@ -199,6 +199,22 @@ void registry_remove(struct registry *r, struct tenant *t)
   tenant_free(t);
 }
 
+/* A limits file of version 2, left by a daemon before the compute ceiling, is extended in
+ * place to this version (gs_limits_upgrade); a file of any other version is not adopted. */
+static void upgrade_limits_file(struct registry *r, const char *name)
+{
+  gs_error_t err = NULL;
+  int rc = gs_limits_upgrade(r->state_dir, name, &err);
+  if (rc < 0) {
+    GS_LOG(GS_LOG_WARN, "tenant '%s': %s", name, err->msg);
+    gs_error_release(&err);
+  } else if (rc > 0) {
+    GS_LOG(GS_LOG_INFO,
+           "tenant '%s': limits file upgraded to version %d, its compute limits now a ceiling",
+           name, GS_LIMITS_VERSION);
+  }
+}
+
 /* A limits file left by an earlier run of the daemon: its tenant comes back with the limits
  * the file holds, or the file goes when the tenant has ended. */
 static int adopt_limits_file(struct registry *r, const char *name)
@@ -206,7 +222,10 @@ static int adopt_limits_file(struct registry *r, const char *name)
   struct gs_limits *lim = NULL;
   struct gs_ledger_copy l;
   gs_error_t err = NULL;
-  if (registry_find(r, name) || gs_limits_open(r->state_dir, name, true, &lim, &err) < 0) {
+  if (registry_find(r, name))
+    return 0;
+  upgrade_limits_file(r, name);
+  if (gs_limits_open(r->state_dir, name, true, &lim, &err) < 0) {
     gs_error_release(&err);
     return 0;
   }
@@ -325,6 +344,26 @@ void registry_set_ceiling(struct tenant *t, int gpu)
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
     if (gpu < 0 || g == gpu)
       gs_limits_set_ceiling(t->limits, g);
+  gs_limits_changed(t->limits);
+}
+
+unsigned registry_compute_above_ceiling(const struct tenant *t, const uint32_t *ppm,
+                                        const uint32_t *policy, const uint32_t *priority)
+{
+  const struct gs_limits *lim = t->limits;
+  struct gs_compute_limits ceiling = { atomic_load(&lim->ceiling_compute_ppm),
+                                       atomic_load(&lim->ceiling_policy),
+                                       atomic_load(&lim->ceiling_priority), 0 };
+  struct gs_compute_limits want = { ppm ? *ppm : 0, policy ? *policy : 0, priority ? *priority : 0,
+                                    0 };
+  unsigned has = (ppm ? GS_COMPUTE_FIELD_PPM : 0) | (policy ? GS_COMPUTE_FIELD_POLICY : 0) |
+    (priority ? GS_COMPUTE_FIELD_PRIORITY : 0);
+  return gs_compute_above_ceiling(&ceiling, &want, has);
+}
+
+void registry_set_compute_ceiling(struct tenant *t)
+{
+  gs_limits_set_compute_ceiling(t->limits);
   gs_limits_changed(t->limits);
 }
 

@@ -159,6 +159,46 @@ int gs_limits_create(const char *dir, const struct gs_limits *init, gid_t gid,
   return gs_limits_open(dir, init->name, true, out, err);
 }
 
+/* Writes the version-3 tail, then the header that makes it a version-3 file: a reader that
+ * sees the new version sees the tail. */
+static int upgrade_fd(int fd, const struct gs_limits *old)
+{
+  struct gs_limits lim;
+  memcpy(&lim, old, GS_LIMITS_V2_SIZE);
+  memset((char *) &lim + GS_LIMITS_V2_SIZE, 0, sizeof(lim) - GS_LIMITS_V2_SIZE);
+  gs_limits_set_compute_ceiling(&lim);
+  size_t tail = sizeof(lim) - GS_LIMITS_V2_SIZE;
+  uint32_t header[2] = { GS_LIMITS_VERSION, (uint32_t) sizeof(lim) };
+  if (pwrite(fd, (char *) &lim + GS_LIMITS_V2_SIZE, tail, GS_LIMITS_V2_SIZE) != (ssize_t) tail ||
+      fsync(fd) < 0)
+    return -1;
+  return pwrite(fd, header, sizeof(header), offsetof(struct gs_limits, version)) ==
+      (ssize_t) sizeof(header)
+    ? 0
+    : -1;
+}
+
+int gs_limits_upgrade(const char *dir, const char *name, gs_error_t *err)
+{
+  char path[4096];
+  struct gs_limits old;
+  struct stat st;
+  if (gs_limits_path(path, sizeof(path), dir, name, err) < 0)
+    return -1;
+  int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0)
+    return 0;
+  bool v2 = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+    !(st.st_mode & (S_IWGRP | S_IWOTH)) && st.st_size == GS_LIMITS_V2_SIZE &&
+    pread(fd, &old, GS_LIMITS_V2_SIZE, 0) == GS_LIMITS_V2_SIZE && old.magic == GS_LIMITS_MAGIC &&
+    old.version == 2 && old.size == GS_LIMITS_V2_SIZE;
+  int rc = v2 ? upgrade_fd(fd, &old) : 0;
+  if (rc < 0)
+    gs_make_error(err, errno, "upgrade limits file '%s' to version %d", path, GS_LIMITS_VERSION);
+  close(fd);
+  return rc < 0 ? -1 : v2;
+}
+
 int gs_limits_remove(const char *dir, const char *name, gs_error_t *err)
 {
   char path[4096];
@@ -201,6 +241,9 @@ void gs_limits_init(struct gs_limits *lim, const struct gs_ledger_copy *l, const
     atomic_init(&lim->limit_bytes[g], GS_LIMIT_NONE);
     atomic_init(&lim->ceiling_bytes[g], GS_LIMIT_NONE);
   }
+  atomic_init(&lim->ceiling_compute_ppm, GS_CEILING_NONE);
+  atomic_init(&lim->ceiling_policy, GS_CEILING_NONE);
+  atomic_init(&lim->ceiling_priority, GS_CEILING_NONE);
   gs_limits_set_compute(lim, &l->compute.limit_ppm, &l->compute.policy, &l->compute.priority,
                         &l->compute.slice_ms);
 }
@@ -216,6 +259,34 @@ void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t
 void gs_limits_set_ceiling(struct gs_limits *lim, int gpu)
 {
   atomic_store(&lim->ceiling_bytes[gpu], atomic_load(&lim->limit_bytes[gpu]));
+}
+
+void gs_limits_set_compute_ceiling(struct gs_limits *lim)
+{
+  uint32_t ppm = atomic_load(&lim->compute.limit_ppm);
+  uint32_t policy = atomic_load(&lim->compute.policy);
+  uint32_t priority = atomic_load(&lim->compute.priority);
+  /* No limit, share and high are the tops: nothing above them to refuse. */
+  atomic_store(&lim->ceiling_compute_ppm, ppm ? ppm : GS_CEILING_NONE);
+  atomic_store(&lim->ceiling_policy, policy == GS_COMPUTE_CAP ? policy : GS_CEILING_NONE);
+  atomic_store(&lim->ceiling_priority, priority == GS_PRIO_HIGH ? GS_CEILING_NONE : priority);
+}
+
+unsigned gs_compute_above_ceiling(const struct gs_compute_limits *ceiling,
+                                  const struct gs_compute_limits *want, unsigned has)
+{
+  /* A limit of 0 is none: lifting it is the highest raise of all. */
+  if ((has & GS_COMPUTE_FIELD_PPM) && ceiling->limit_ppm != GS_CEILING_NONE &&
+      (want->limit_ppm == 0 || want->limit_ppm > ceiling->limit_ppm))
+    return GS_COMPUTE_FIELD_PPM;
+  /* Share lets the tenant use spare time beyond its share: a raise over cap. */
+  if ((has & GS_COMPUTE_FIELD_POLICY) && ceiling->policy == GS_COMPUTE_CAP &&
+      want->policy != GS_COMPUTE_CAP)
+    return GS_COMPUTE_FIELD_POLICY;
+  if ((has & GS_COMPUTE_FIELD_PRIORITY) && ceiling->priority != GS_CEILING_NONE &&
+      gs_priority_rank(want->priority) > gs_priority_rank(ceiling->priority))
+    return GS_COMPUTE_FIELD_PRIORITY;
+  return 0;
 }
 
 void gs_limits_set_compute(struct gs_limits *lim, const uint32_t *ppm, const uint32_t *policy,
@@ -316,6 +387,11 @@ const char *gs_compute_policy_name(uint32_t policy)
 const char *gs_priority_name(uint32_t priority)
 {
   return priority == GS_PRIO_HIGH ? "high" : priority == GS_PRIO_LOW ? "low" : "normal";
+}
+
+int gs_priority_rank(uint32_t priority)
+{
+  return priority == GS_PRIO_HIGH ? 2 : priority == GS_PRIO_LOW ? 0 : 1;
 }
 
 void gs_labels_foreach(const char *labels,

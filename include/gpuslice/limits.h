@@ -28,7 +28,12 @@
 #include <gpuslice/tenant-ledger.h>
 
 #define GS_LIMITS_MAGIC 0x4753544c494d4931ULL /* "GSTLIMI1" */
-#define GS_LIMITS_VERSION 2
+#define GS_LIMITS_VERSION 3
+/* The size of a version-2 file: version 3 only added the compute ceiling at its end, so a
+ * restarted daemon extends such a file in place (gs_limits_upgrade). */
+#define GS_LIMITS_V2_SIZE 2504
+/* A compute ceiling that is not there: no admin has set it, or the admin lifted the limit. */
+#define GS_CEILING_NONE UINT32_MAX
 
 struct gs_limits {
   uint64_t magic;
@@ -50,12 +55,20 @@ struct gs_limits {
   /* The memory limit an admin set, per GPU: the tenant's owner may lower its limit but not
    * raise it past this (GS_LIMIT_NONE: no ceiling). Only the daemon reads it. */
   _Atomic uint64_t ceiling_bytes[GS_LEDGER_MAX_GPUS];
+  /* Version 3: the compute limits an admin set (GS_CEILING_NONE each, when none): the owner
+   * may lower its share, but not raise it past ceiling_compute_ppm nor lift it, not switch
+   * ceiling_policy's cap to share, nor raise its priority past ceiling_priority (low <
+   * normal < high). Only the daemon reads them. */
+  _Atomic uint32_t ceiling_compute_ppm;
+  _Atomic uint32_t ceiling_policy;   /* enum gs_compute_policy */
+  _Atomic uint32_t ceiling_priority; /* enum gs_priority */
+  uint32_t reserved;
 };
 
 /* The limits file's layout, pinned: the daemon writes it and every tenant's interposer maps
  * it, possibly built from another version. A change here forces a bump of GS_LIMITS_VERSION.
  * (gs_ledger_compute is pinned in gs-ledger.h.) */
-_Static_assert(sizeof(struct gs_limits) == 2504, "gs_limits changed: bump GS_LIMITS_VERSION");
+_Static_assert(sizeof(struct gs_limits) == 2520, "gs_limits changed: bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, version) == 8, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, size) == 12, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, name) == 16, "bump GS_LIMITS_VERSION");
@@ -71,6 +84,10 @@ _Static_assert(offsetof(struct gs_limits, limit_bytes) == 2168, "bump GS_LIMITS_
 _Static_assert(offsetof(struct gs_limits, limit_ppm) == 2296, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, compute) == 2360, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, ceiling_bytes) == 2376, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, ceiling_compute_ppm) == GS_LIMITS_V2_SIZE,
+               "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, ceiling_policy) == 2508, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, ceiling_priority) == 2512, "bump GS_LIMITS_VERSION");
 
 /* <dir>/limits/<name>. Returns 0, or -1 with err for a bad name or a path too long. */
 int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err);
@@ -88,6 +105,13 @@ int gs_limits_create(const char *dir, const struct gs_limits *init, gid_t gid,
 int gs_limits_open(const char *dir, const char *name, bool writable, struct gs_limits **out,
                    gs_error_t *err);
 void gs_limits_close(struct gs_limits *lim);
+/* Extends the version-2 limits file dir/limits/name, in place, to this version, with the
+ * compute limits it holds as the compute ceiling: version 2 kept no compute ceiling, and the
+ * daemon cannot tell whether an admin set them, so it keeps them as an admin's would be (an
+ * admin may lift them). In place, so that the tenant's processes that mapped it keep seeing
+ * the daemon's changes. Returns 1 when it did, 0 when the file is not a version-2 limits file
+ * the daemon's uid owns and no one else may write, -1 with err on a failed write. */
+int gs_limits_upgrade(const char *dir, const char *name, gs_error_t *err);
 int gs_limits_remove(const char *dir, const char *name, gs_error_t *err);
 
 /* ---- the daemon's writes ---- */
@@ -107,6 +131,21 @@ void gs_limits_set_vram(struct gs_limits *lim, int gpu, uint64_t bytes, uint32_t
                         uint64_t total);
 /* Makes gpu's memory limit, as it is now, the ceiling its owner may not raise it past. */
 void gs_limits_set_ceiling(struct gs_limits *lim, int gpu);
+/* Makes the compute limits (share, policy, priority), as they are now, the ceiling their
+ * owner may not raise them past. */
+void gs_limits_set_compute_ceiling(struct gs_limits *lim);
+/* Which compute limit a change to want would raise past ceiling (a gs_limits' ceiling_*
+ * fields, GS_CEILING_NONE where none), looking only at the fields given has (bits of enum
+ * gs_compute_field): a share above the ceiling's or none (lifting it is the highest raise),
+ * share where the ceiling is cap, a priority above the ceiling's. Returns that field's bit,
+ * or 0 when the change stays within the ceiling. */
+enum gs_compute_field {
+  GS_COMPUTE_FIELD_PPM = 1 << 0,
+  GS_COMPUTE_FIELD_POLICY = 1 << 1,
+  GS_COMPUTE_FIELD_PRIORITY = 1 << 2,
+};
+unsigned gs_compute_above_ceiling(const struct gs_compute_limits *ceiling,
+                                  const struct gs_compute_limits *want, unsigned has);
 /* Sets the compute limits that are not NULL. */
 void gs_limits_set_compute(struct gs_limits *lim, const uint32_t *ppm, const uint32_t *policy,
                            const uint32_t *priority, const uint32_t *slice_ms);
@@ -128,6 +167,8 @@ int gs_limits_find(const char *daemon_dir, const struct gs_ledger *l, struct gs_
 /* The names the API, the CLI and the usage ledger give the compute enums of gs-ledger.h. */
 const char *gs_compute_policy_name(uint32_t policy); /* "share", "cap" */
 const char *gs_priority_name(uint32_t priority);     /* "normal", "low", "high" */
+/* A priority's place in the order low < normal < high: 0, 1, 2. */
+int gs_priority_rank(uint32_t priority);
 
 /* Calls fn(key, value, data) for each "k=v" line of labels (the labels of a ledger or a
  * limits file); lines without '=' are skipped. */

@@ -6,14 +6,18 @@ import grp
 import os
 import pathlib
 import stat
+import struct
 import subprocess
 
 from conftest import run
 from daemon_env import (GIB, GPUSLICE, MIB, PYTHON, Daemon, Tenant, alloc_until_oom, as_user,  # noqa: F401
                         as_user_request, ensure_user, needs_root, shared_root, tenant_env, user_dir, wait_for)
 
-# struct gs_limits (include/gpuslice/limits.h pins it): limit_bytes[16] of the GPUs.
+# struct gs_limits (include/gpuslice/limits.h pins it): limit_bytes[16] of the GPUs, the
+# compute limits (limit_ppm, policy, priority, slice_ms), and the size of a version-2 file.
 LIMIT_BYTES_OFFSET = 2168
+COMPUTE_OFFSET = 2360
+LIMITS_V2_SIZE = 2504
 
 
 def user_tenant(d, pw, name, root, hold=64 * MIB):
@@ -78,6 +82,117 @@ def test_owner_may_lower_but_never_raise_the_ceiling_an_admin_set(shared_root):
         assert r.returncode == 0, r.stderr
         status, body = as_user_request(d, pw, "PATCH", "/v1/tenants/capped", {"vram": "1Gi"})
         assert status == 200 and body["limits"]["vram_bytes"] == GIB, body
+    finally:
+        t.end()
+        d.stop()
+
+
+def limits_compute(d, name):
+    """(limit_ppm, policy, priority) in the tenant's limits file: what its interposer reads."""
+    data = (d.state / "limits" / name).read_bytes()
+    return struct.unpack_from("<III", data, COMPUTE_OFFSET)
+
+
+def assert_compute(d, name, pct, policy, priority):
+    lim = d.tenants()[name]["limits"]
+    assert (lim["compute_pct"], lim["compute_policy"], lim["priority"]) == (pct, policy, priority), lim
+    ppm = 0 if pct is None else round(pct * 1e4)
+    assert limits_compute(d, name) == (ppm, {"share": 0, "cap": 1}[policy],
+                                       {"normal": 0, "low": 1, "high": 2}[priority])
+
+
+def assert_refused(d, pw, name, body, ceiling):
+    status, reply = as_user_request(d, pw, "PATCH", f"/v1/tenants/{name}", body)
+    assert status == 403 and set(reply) == {"error"}, (body, status, reply)
+    assert "ceiling an admin set" in reply["error"] and reply["error"].endswith(ceiling), (body, reply)
+
+
+def owner_patch(d, pw, name, body):
+    status, reply = as_user_request(d, pw, "PATCH", f"/v1/tenants/{name}", body)
+    assert status == 200, (body, status, reply)
+    return reply
+
+
+@needs_root
+def test_owner_may_lower_but_never_raise_the_compute_ceiling_an_admin_set(shared_root):
+    pw = ensure_user("gs-tenant1")
+    d = Daemon(shared_root).start()
+    t, _ = user_tenant(d, pw, "ccapped", shared_root)
+    try:
+        r = run([GPUSLICE, "set", "ccapped", "--compute", "20", "--compute-policy", "cap", "--priority", "normal"],
+                env=d.env)
+        assert r.returncode == 0, r.stderr
+        # Raising the share, through the CLI (exit 1, one line) and the API (403).
+        r = cli_as(pw, d, "set", "ccapped", "--compute", "60")
+        assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+        assert "compute limit may not go above the ceiling an admin set, 20%" in r.stderr, r.stderr
+        assert_refused(d, pw, "ccapped", {"compute_pct": 60}, "20%")
+        assert_refused(d, pw, "ccapped", {"compute_pct": 20.5}, "20%")
+        # Lifting it is the highest raise of all.
+        r = cli_as(pw, d, "set", "ccapped", "--compute", "none")
+        assert r.returncode == 1 and "ceiling" in r.stderr, r.stderr
+        assert_refused(d, pw, "ccapped", {"compute_pct": None}, "20%")
+        # Share lets it use spare time beyond its share: a raise over cap.
+        r = cli_as(pw, d, "set", "ccapped", "--compute-policy", "share")
+        assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+        assert_refused(d, pw, "ccapped", {"compute_policy": "share"}, ", cap")
+        r = cli_as(pw, d, "set", "ccapped", "--priority", "high")
+        assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+        assert_refused(d, pw, "ccapped", {"priority": "high"}, ", normal")
+        # A refused PATCH changes nothing, not even the part within the ceiling.
+        assert_refused(d, pw, "ccapped", {"vram": "256Mi", "compute_pct": 60}, "20%")
+        assert d.tenants()["ccapped"]["limits"]["vram_bytes"] == GIB
+        assert_compute(d, "ccapped", 20, "cap", "normal")
+        # Lowering is taken, and reaches the limits file; so is going back up to the ceiling.
+        owner_patch(d, pw, "ccapped", {"compute_pct": 10, "priority": "low"})
+        assert_compute(d, "ccapped", 10, "cap", "low")
+        r = cli_as(pw, d, "set", "ccapped", "--compute", "20", "--priority", "normal")
+        assert r.returncode == 0, r.stderr
+        assert_compute(d, "ccapped", 20, "cap", "normal")
+        # An admin moves the ceiling itself, up as well.
+        r = run([GPUSLICE, "set", "ccapped", "--compute", "50", "--compute-policy", "share", "--priority", "high"],
+                env=d.env)
+        assert r.returncode == 0, r.stderr
+        assert_compute(d, "ccapped", 50, "share", "high")
+        owner_patch(d, pw, "ccapped", {"compute_pct": 40, "compute_policy": "cap"})
+        owner_patch(d, pw, "ccapped", {"compute_policy": "share"})
+        assert_refused(d, pw, "ccapped", {"compute_pct": 60}, "50%")
+        assert_compute(d, "ccapped", 40, "share", "high")
+        r = run([GPUSLICE, "set", "ccapped", "--compute", "none"], env=d.env)
+        assert r.returncode == 0, r.stderr
+        owner_patch(d, pw, "ccapped", {"compute_pct": 90})
+        assert_compute(d, "ccapped", 90, "share", "high")
+    finally:
+        t.end()
+        d.stop()
+
+
+@needs_root
+def test_restarted_daemon_keeps_an_admins_compute_limit_of_a_version_2_limits_file_as_a_ceiling(shared_root):
+    pw = ensure_user("gs-tenant1")
+    d = Daemon(shared_root).start()
+    t, _ = user_tenant(d, pw, "oldfile", shared_root)
+    try:
+        r = run([GPUSLICE, "set", "oldfile", "--vram", "512Mi", "--compute", "20", "--compute-policy", "cap"],
+                env=d.env)
+        assert r.returncode == 0, r.stderr
+        d.stop()
+        # What a daemon before the compute ceiling left: the same layout, 16 bytes shorter.
+        path = d.state / "limits" / "oldfile"
+        with open(path, "r+b") as f:
+            f.truncate(LIMITS_V2_SIZE)
+            f.seek(8)
+            f.write(struct.pack("<II", 2, LIMITS_V2_SIZE))
+        ino = path.stat().st_ino
+        d.start()
+        assert path.stat().st_ino == ino and path.stat().st_size > LIMITS_V2_SIZE
+        assert d.tenants()["oldfile"]["limits"]["vram_bytes"] == 512 * MIB
+        assert_compute(d, "oldfile", 20, "cap", "normal")
+        assert_refused(d, pw, "oldfile", {"vram": "1Gi"}, "512 MiB")
+        assert_refused(d, pw, "oldfile", {"compute_pct": 60}, "20%")
+        assert_refused(d, pw, "oldfile", {"compute_policy": "share"}, ", cap")
+        owner_patch(d, pw, "oldfile", {"compute_pct": 10})
+        assert_compute(d, "oldfile", 10, "cap", "normal")
     finally:
         t.end()
         d.stop()

@@ -276,6 +276,116 @@ static void test_limits_changes_touch_only_what_is_given(void **state)
   end_tenant("changes", l, rw);
 }
 
+/* The compute ceiling: what an admin set, the owner may lower but not raise (issue #12). */
+static void test_compute_ceiling_refuses_every_raise_and_takes_the_rest(void **state)
+{
+  (void) state;
+  const uint32_t none = GS_CEILING_NONE;
+  enum {
+    PPM = GS_COMPUTE_FIELD_PPM,
+    POL = GS_COMPUTE_FIELD_POLICY,
+    PRI = GS_COMPUTE_FIELD_PRIORITY
+  };
+  static const struct {
+    const char *what;
+    struct gs_compute_limits ceiling, want;
+    unsigned has, refused;
+  } cases[] = {
+    { "share above", { 200000, none, none, 0 }, { 600000, 0, 0, 0 }, PPM, PPM },
+    { "share lifted", { 200000, none, none, 0 }, { 0, 0, 0, 0 }, PPM, PPM },
+    { "share lowered", { 200000, none, none, 0 }, { 100000, 0, 0, 0 }, PPM, 0 },
+    { "share back up to it", { 200000, none, none, 0 }, { 200000, 0, 0, 0 }, PPM, 0 },
+    { "no share ceiling", { none, none, none, 0 }, { 0, 0, 0, 0 }, PPM, 0 },
+    { "cap to share", { none, GS_COMPUTE_CAP, none, 0 }, { 0, GS_COMPUTE_SHARE, 0, 0 }, POL, POL },
+    { "cap kept", { none, GS_COMPUTE_CAP, none, 0 }, { 0, GS_COMPUTE_CAP, 0, 0 }, POL, 0 },
+    { "share to cap", { none, none, none, 0 }, { 0, GS_COMPUTE_CAP, 0, 0 }, POL, 0 },
+    { "low to normal", { none, none, GS_PRIO_LOW, 0 }, { 0, 0, GS_PRIO_NORMAL, 0 }, PRI, PRI },
+    { "normal to high", { none, none, GS_PRIO_NORMAL, 0 }, { 0, 0, GS_PRIO_HIGH, 0 }, PRI, PRI },
+    { "normal to low", { none, none, GS_PRIO_NORMAL, 0 }, { 0, 0, GS_PRIO_LOW, 0 }, PRI, 0 },
+    { "high ceiling", { none, none, none, 0 }, { 0, 0, GS_PRIO_HIGH, 0 }, PRI, 0 },
+    /* Only the fields given count: a stale value elsewhere refuses nothing. */
+    { "not given", { 200000, GS_COMPUTE_CAP, GS_PRIO_LOW, 0 }, { 0, 0, 0, 0 }, 0, 0 },
+    { "first raise named",
+      { 200000, GS_COMPUTE_CAP, GS_PRIO_LOW, 0 },
+      { 100000, GS_COMPUTE_SHARE, GS_PRIO_HIGH, 0 },
+      PPM | POL | PRI,
+      POL },
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    unsigned got = gs_compute_above_ceiling(&cases[i].ceiling, &cases[i].want, cases[i].has);
+    if (got != cases[i].refused)
+      fail_msg("%s: got %u, want %u", cases[i].what, got, cases[i].refused);
+  }
+}
+
+static void test_compute_ceiling_is_the_limits_as_an_admin_left_them(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("cceiling", 1024 * MIB);
+  struct gs_limits *rw = daemon_limits(l, 512 * MIB);
+  struct gs_ledger_copy copy;
+  struct gs_limits init;
+  gs_error_t err = NULL;
+  assert_int_equal(gs_ledger_read_copy(dir, "cceiling", (uid_t) -1, &copy, &err), 0);
+  gs_limits_init(&init, &copy, dir, NULL);
+  assert_int_equal(atomic_load(&init.ceiling_compute_ppm), GS_CEILING_NONE);
+  assert_int_equal(atomic_load(&init.ceiling_policy), GS_CEILING_NONE);
+  assert_int_equal(atomic_load(&init.ceiling_priority), GS_CEILING_NONE);
+  gs_limits_set_compute_ceiling(rw); /* 25%, cap, high */
+  assert_int_equal(atomic_load(&rw->ceiling_compute_ppm), 250000);
+  assert_int_equal(atomic_load(&rw->ceiling_policy), GS_COMPUTE_CAP);
+  assert_int_equal(atomic_load(&rw->ceiling_priority), GS_CEILING_NONE);
+  uint32_t ppm = 0, policy = GS_COMPUTE_SHARE, prio = GS_PRIO_LOW;
+  gs_limits_set_compute(rw, &ppm, &policy, &prio, NULL);
+  gs_limits_set_compute_ceiling(rw); /* none, share, low */
+  assert_int_equal(atomic_load(&rw->ceiling_compute_ppm), GS_CEILING_NONE);
+  assert_int_equal(atomic_load(&rw->ceiling_policy), GS_CEILING_NONE);
+  assert_int_equal(atomic_load(&rw->ceiling_priority), GS_PRIO_LOW);
+  end_tenant("cceiling", l, rw);
+}
+
+/* Makes the limits file of name look as a version-2 daemon wrote it. */
+static void make_version_2(const char *name)
+{
+  char path[256];
+  uint32_t header[2] = { 2, GS_LIMITS_V2_SIZE };
+  snprintf(path, sizeof(path), "%s/limits/%s", dir, name);
+  int fd = open(path, O_RDWR);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, GS_LIMITS_V2_SIZE), 0);
+  assert_int_equal(pwrite(fd, header, sizeof(header), 8), (ssize_t) sizeof(header));
+  close(fd);
+}
+
+static void test_version_2_limits_file_is_upgraded_in_place_with_a_compute_ceiling(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("oldfile", 1024 * MIB);
+  struct gs_limits *rw = daemon_limits(l, 512 * MIB), *lim = NULL;
+  gs_error_t err = NULL;
+  char path[256];
+  struct stat before, after;
+  gs_limits_close(rw);
+  make_version_2("oldfile");
+  snprintf(path, sizeof(path), "%s/limits/oldfile", dir);
+  assert_int_equal(stat(path, &before), 0);
+  assert_int_equal(gs_limits_open(dir, "oldfile", false, &lim, &err), -1);
+  assert_non_null(strstr(err->msg, "of this version"));
+  gs_error_release(&err);
+  assert_int_equal(gs_limits_upgrade(dir, "oldfile", &err), 1);
+  assert_int_equal(stat(path, &after), 0);
+  assert_int_equal(before.st_ino, after.st_ino); /* processes that mapped it keep it */
+  assert_int_equal(gs_limits_open(dir, "oldfile", true, &rw, &err), 0);
+  assert_int_equal(atomic_load(&rw->limit_bytes[0]), 512 * MIB);
+  assert_int_equal(atomic_load(&rw->ceiling_compute_ppm), 250000);
+  assert_int_equal(atomic_load(&rw->ceiling_policy), GS_COMPUTE_CAP);
+  assert_int_equal(atomic_load(&rw->ceiling_priority), GS_CEILING_NONE);
+  /* A file of this version is left as it is. */
+  assert_int_equal(gs_limits_upgrade(dir, "oldfile", &err), 0);
+  assert_int_equal(gs_limits_upgrade(dir, "missing", &err), 0);
+  end_tenant("oldfile", l, rw);
+}
+
 static void test_daemon_paths_follow_the_environment(void **state)
 {
   (void) state;
@@ -312,6 +422,11 @@ int main(void)
     cmocka_unit_test(test_limit_resolve_turns_a_share_into_bytes),
     cmocka_unit_test_teardown(test_limits_init_from_a_ledger_copy_names_the_tenant, drop_authority),
     cmocka_unit_test_teardown(test_limits_changes_touch_only_what_is_given, drop_authority),
+    cmocka_unit_test(test_compute_ceiling_refuses_every_raise_and_takes_the_rest),
+    cmocka_unit_test_teardown(test_compute_ceiling_is_the_limits_as_an_admin_left_them,
+                              drop_authority),
+    cmocka_unit_test_teardown(
+      test_version_2_limits_file_is_upgraded_in_place_with_a_compute_ceiling, drop_authority),
     cmocka_unit_test(test_daemon_paths_follow_the_environment),
   };
   return cmocka_run_group_tests(tests, gs_test_dir_setup, NULL);
