@@ -100,3 +100,69 @@ def test_sbatch_job_finishes_and_sacct_c_lists_it(cluster):
                        what=f"job {jobid} in sacct -c")
     assert state == ("gs-wrap", "COMPLETED"), state
     assert out.read_text().strip() == "wrapped"
+
+
+OPTIONS = ("--gpu-vram=SIZE", "--gpu-compute=PCT", "--gpu-compute-policy=share|cap",
+           "--gpu-priority=high|normal|low")
+
+
+@pytest.mark.parametrize("prog", ["srun", "sbatch", "salloc"])
+def test_the_plugin_options_show_in_help(cluster, prog):
+    assert PLUGIN.exists(), f"{PLUGIN} was not built (is libslurm-dev installed?)"
+    p = cluster.run(prog, "--help")
+    assert p.returncode == 0, p.stderr
+    assert "Options provided by plugins:" in p.stdout, p.stdout[-2000:]
+    for opt in OPTIONS:
+        assert opt in p.stdout, f"{prog} --help does not list {opt}"
+
+
+BAD = [
+    ("--gpu-vram", "abc", "bad size 'abc': not a number"),
+    ("--gpu-compute", "150", "'150' is not a percentage in (0, 100]"),
+    ("--gpu-compute-policy", "capped", "'capped' is not cap or share"),
+    ("--gpu-priority", "urgent", "'urgent' is not high, normal or low"),
+]
+
+
+def submit(cluster, prog, opts, name, marker):
+    cmd = f"touch {marker}"
+    if prog == "srun":
+        return cluster.run("srun", "-J", name, *opts, "sh", "-c", cmd)
+    if prog == "sbatch":
+        return cluster.run("sbatch", "-J", name, "-o", "/dev/null", *opts, "--wrap", cmd)
+    return cluster.run("salloc", "-J", name, *opts, "sh", "-c", cmd)
+
+
+def jobs_named(cluster, name):
+    q = cluster.run("squeue", "-h", "-n", name, "-o", "%i")
+    assert q.returncode == 0, q.stderr
+    done = [j for j, (n, _) in cluster.completed_jobs().items() if n == name]
+    return q.stdout.split() + done
+
+
+@pytest.mark.parametrize("prog", ["srun", "sbatch", "salloc"])
+@pytest.mark.parametrize("opt,value,why", BAD, ids=[b[0] for b in BAD])
+def test_a_bad_value_refuses_the_job_at_submission_and_nothing_starts(cluster, prog, opt, value, why):
+    """The plugin's one line names the option, the value and what is wrong with it. Slurm 22.05
+    adds its own line after it ("Invalid --gpu-vram argument: abc") whenever an option's
+    callback fails; a plugin cannot stop that."""
+    name = f"gs-bad-{prog}-{opt.strip('-')}"
+    marker = cluster.dir / f"{name}.ran"
+    p = submit(cluster, prog, [f"{opt}={value}"], name, marker)
+    assert p.returncode != 0, f"{prog} {opt}={value} was accepted"
+    ours = [line for line in p.stderr.splitlines() if "gpuslice:" in line]
+    assert ours == [f"{prog}: error: gpuslice: {opt}: {why}"], p.stderr
+    assert f"{prog}: error: Invalid {opt} argument: {value}" in p.stderr.splitlines(), p.stderr
+    time.sleep(1)
+    assert not marker.exists(), f"{prog} {opt}={value}: the job ran"
+    assert jobs_named(cluster, name) == [], f"{prog} {opt}={value}: a job was submitted"
+
+
+@pytest.mark.parametrize("prog", ["srun", "sbatch", "salloc"])
+def test_good_values_are_accepted_and_the_job_runs(cluster, prog):
+    name = f"gs-good-{prog}"
+    marker = cluster.dir / f"{name}.ran"
+    opts = ["--gpu-vram=1Gi", "--gpu-compute=12.5", "--gpu-compute-policy=cap", "--gpu-priority=high"]
+    p = submit(cluster, prog, opts, name, marker)
+    assert p.returncode == 0, p.stderr + cluster.logs()
+    wait_until(marker.exists, timeout=30, what=f"{prog}'s job to run")
