@@ -9,19 +9,16 @@
  * `gpuslice run` uses, in every context, so that a bad value refuses the job at submission
  * with one line naming it, before anything starts.
  *
- * What does not live here yet: the remote side, where each step's tasks become one gpuslice
- * tenant (docs/slurm.md says what is left). */
+ * The remote side, where each step's tasks become one gpuslice tenant, is spank-tenant.c. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-#include <slurm/spank.h>
 
 #include <gpuslice/error.h>
 #include <gpuslice/limits.h>
 #include <gpuslice/quantity.h>
 
-#define GS_EXPORT __attribute__((visibility("default")))
+#include "spank-internal.h"
 
 /* SPANK_PLUGIN's symbols, exported: slurm's plugin loader looks them up by name. */
 GS_EXPORT const char plugin_name[] = "gpuslice";
@@ -31,20 +28,19 @@ GS_EXPORT const unsigned int spank_plugin_version = 1;
 
 enum spank_opt { OPT_VRAM, OPT_COMPUTE, OPT_POLICY, OPT_PRIORITY };
 
-/* What the job asked for; the remote side will read it. */
-static struct {
-  uint64_t vram_bytes, vram_ppm;
-  uint32_t compute_ppm, policy, priority;
-} job_opts;
+struct spank_job_opts spank_job_opts;
 
 /* Checks (and keeps) one option's value; 0, or -1 with err naming what is wrong. */
 static int opt_parse(int val, const char *arg, gs_error_t *err)
 {
+  spank_job_opts.given = true;
   switch (val) {
-  case OPT_VRAM: return gs_parse_vram_limit(arg, &job_opts.vram_bytes, &job_opts.vram_ppm, err);
-  case OPT_COMPUTE: return gs_parse_compute_pct(arg, &job_opts.compute_ppm, err);
-  case OPT_POLICY: return gs_compute_policy_from_name(arg, &job_opts.policy, err);
-  case OPT_PRIORITY: return gs_priority_from_name(arg, &job_opts.priority, err);
+  case OPT_VRAM:
+    spank_job_opts.vram_set = true;
+    return gs_parse_vram_limit(arg, &spank_job_opts.vram_bytes, &spank_job_opts.vram_ppm, err);
+  case OPT_COMPUTE: return gs_parse_compute_pct(arg, &spank_job_opts.compute_ppm, err);
+  case OPT_POLICY: return gs_compute_policy_from_name(arg, &spank_job_opts.policy, err);
+  case OPT_PRIORITY: return gs_priority_from_name(arg, &spank_job_opts.priority, err);
   }
   return gs_make_error(err, 0, "unknown option %d", val);
 }
@@ -109,5 +105,22 @@ GS_EXPORT int slurm_spank_init(spank_t sp, int ac, char **av)
       return -1;
     }
   }
+  return 0;
+}
+
+/* Called in slurmstepd with the user's privileges, once per step, before the tasks start. */
+GS_EXPORT int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+  if (!spank_remote(sp) || !spank_job_opts.given)
+    return 0;
+  return spank_tenant_create(sp, ac, av);
+}
+
+GS_EXPORT int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+  (void) ac;
+  (void) av;
+  if (spank_remote(sp))
+    spank_tenant_end();
   return 0;
 }

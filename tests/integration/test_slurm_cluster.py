@@ -2,15 +2,17 @@
 module's fixture starts it with integrations/slurm/hack/cluster.sh up (its own munged,
 slurmctld and slurmd on loopback, the SPANK plugin from this build in plugstack.conf) and
 stops it with cluster.sh down. Needs root, as slurmd does."""
+import json
 import os
 import pathlib
 import socket
+import struct
 import subprocess
 import time
 
 import pytest
 
-from conftest import BUILD
+from conftest import BIN, BUILD, make_sim_env
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "integrations" / "slurm" / "hack" / "cluster.sh"
@@ -166,3 +168,80 @@ def test_good_values_are_accepted_and_the_job_runs(cluster, prog):
     p = submit(cluster, prog, opts, name, marker)
     assert p.returncode == 0, p.stderr + cluster.logs()
     wait_until(marker.exists, timeout=30, what=f"{prog}'s job to run")
+
+
+# ---- the remote side: each step's tasks as one gpuslice tenant ----
+
+GIB = 1 << 30
+WORKLOAD = BIN / "gpusim-workload"
+
+
+@pytest.fixture
+def sim(cluster):
+    """The job's environment, as srun passes it on: the simulated GPU (GPUSLICE_SIM and its
+    library path) and a state dir for the tenants' ledgers."""
+    base = cluster.dir / f"sim-{time.monotonic_ns()}"
+    (base / "gpus").mkdir(parents=True)
+    (base / "state").mkdir(mode=0o755)
+    env = make_sim_env(base / "gpus", GPUSLICE_STATE_DIR=base / "state")
+    env["SLURM_CONF"] = cluster.env["SLURM_CONF"]
+    return env, base
+
+
+def alloc_until_oom(cluster, env, *opts):
+    p = subprocess.run(["srun", *opts, str(WORKLOAD), "alloc-until-oom", "--chunk", "64Mi"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip(), p.stderr + cluster.logs()
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def test_a_step_with_gpu_vram_is_held_to_exactly_that_on_the_simulated_gpu(cluster, sim):
+    env, _ = sim
+    got = alloc_until_oom(cluster, env, "--gpu-vram=1Gi")
+    assert got["allocated_bytes"] == GIB and got["stopped_by"] == "CUDA_ERROR_OUT_OF_MEMORY", got
+    # Without the option the step is no tenant and has the whole simulated GPU.
+    assert alloc_until_oom(cluster, env)["allocated_bytes"] > 64 * GIB
+
+
+def test_an_sbatch_job_with_gpu_vram_runs_its_batch_step_as_a_tenant(cluster, sim):
+    env, base = sim
+    out = base / "batch.out"
+    p = subprocess.run(["sbatch", "--parsable", "--gpu-vram=512Mi", "-o", str(out), "--wrap",
+                        f"{WORKLOAD} alloc-until-oom --chunk 64Mi; echo tenant=$GPUSLICE_TENANT"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    jobid = p.stdout.strip().split(";")[0]
+    wait_until(lambda: cluster.completed_jobs().get(jobid), timeout=30, what=f"job {jobid} to end")
+    lines = out.read_text().splitlines()
+    assert json.loads(lines[-2])["allocated_bytes"] == 512 << 20, lines
+    assert lines[-1] == f"tenant=slurm-{jobid}.batch", lines
+
+
+def read_ledger(path):
+    """The fields of a ledger file (include/gpuslice/tenant-ledger.h's pinned layout) this test
+    checks: name, labels, and the compute limit, policy and priority."""
+    b = path.read_bytes()
+    name = b[16:80].split(b"\0")[0].decode()
+    labels = dict(line.split("=", 1) for line in b[80:1104].split(b"\0")[0].decode().splitlines())
+    ppm, policy, priority = struct.unpack_from("<III", b, 1136)
+    return name, labels, ppm, policy, priority
+
+
+def test_a_step_runs_as_one_tenant_named_after_job_and_step_and_ends_with_it(cluster, sim):
+    env, base = sim
+    copy = base / "ledger-copy"
+    script = (f"echo $SLURM_JOB_ID $GPUSLICE_TENANT; "
+              f"cp $GPUSLICE_STATE_DIR/tenants/$GPUSLICE_TENANT {copy}")
+    p = subprocess.run(["srun", "--gpu-compute=25", "--gpu-compute-policy=cap", "--gpu-priority=high",
+                        "sh", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr + cluster.logs()
+    jobid, tenant = p.stdout.split()
+    assert tenant == f"slurm-{jobid}.0"
+    name, labels, ppm, policy, priority = read_ledger(copy)
+    assert name == tenant
+    assert labels["job"] == jobid and labels["step"] == "0", labels
+    assert labels["user"] == "root" and labels["partition"] == "debug", labels
+    assert (ppm, policy, priority) == (250000, 1, 2)  # 25%, GS_COMPUTE_CAP, GS_PRIO_HIGH
+    # slurmstepd ends the tenant as the step ends, which may be just after srun returns.
+    wait_until(lambda: not (base / "state" / "tenants" / tenant).exists(), timeout=10,
+               what="the tenant's ledger to go with its step")
