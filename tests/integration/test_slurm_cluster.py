@@ -43,6 +43,11 @@ class Cluster:
     def down(self):
         subprocess.run(["bash", str(CLUSTER), "down"], env=self.env, timeout=120)
 
+    def daemon_pids(self):
+        """The pids cluster.sh up recorded for munged, slurmctld and slurmd."""
+        files = [self.dir / "munge" / "munged.pid", self.dir / "slurmctld.pid", self.dir / "slurmd.pid"]
+        return [int(f.read_text()) for f in files]
+
     def logs(self):
         out = []
         for f in sorted((self.dir / "log").glob("*.log")):
@@ -69,12 +74,16 @@ def cluster():
     if os.geteuid() != 0:
         pytest.skip("starting slurmd and munged needs root (CI runs the tests as root)")
     c = Cluster(pathlib.Path(f"/tmp/gpuslice-slurm-test-{os.getpid()}"))
+    pids = []
     try:
         c.up()
+        pids = c.daemon_pids()
         yield c
     finally:
         c.down()
     assert not c.dir.exists(), "cluster.sh down left its directory"
+    alive = [pid for pid in pids if pathlib.Path(f"/proc/{pid}").exists()]
+    assert not alive, f"cluster.sh down left daemons running: {alive}"
 
 
 def wait_until(pred, timeout=30, what="condition"):
@@ -85,6 +94,17 @@ def wait_until(pred, timeout=30, what="condition"):
             return v
         time.sleep(0.2)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.mark.parametrize("var,value", [("GS_SLURM_GPUS", "abc"), ("GS_SLURM_CTLD_PORT", "68x7"),
+                                       ("GS_SLURMD_PORT", "-1"), ("GS_SLURM_DIR", "relative/dir")])
+def test_cluster_sh_refuses_a_bad_setting_with_one_line_naming_it(tmp_path, var, value):
+    env = dict(os.environ, GS_SLURM_DIR=str(tmp_path / "c"))
+    env[var] = value
+    p = subprocess.run(["bash", str(CLUSTER), "up"], env=env, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and var in p.stderr and f"'{value}'" in p.stderr, p.stderr
+    assert not (tmp_path / "c").exists()
 
 
 def test_srun_runs_a_step_on_the_node(cluster):

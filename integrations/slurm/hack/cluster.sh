@@ -40,16 +40,21 @@ die() {
   exit 1
 }
 
+whole() {
+  [[ "$2" =~ ^[0-9]+$ ]] || die "$1: '$2' is not a whole number"
+}
+
 check_settings() {
   case "$DIR" in
     /*) ;;
     *) die "GS_SLURM_DIR: '$DIR' is not an absolute path" ;;
   esac
   [ "$DIR" != / ] || die "GS_SLURM_DIR: '/' is not a directory this script may remove"
-  local v
-  for v in GPUS SHARDS CTLD_PORT SLURMD_PORT TIMEOUT; do
-    [[ "${!v}" =~ ^[0-9]+$ ]] || die "GS_SLURM_${v}: '${!v}' is not a whole number"
-  done
+  whole GS_SLURM_GPUS "$GPUS"
+  whole GS_SLURM_SHARDS "$SHARDS"
+  whole GS_SLURM_CTLD_PORT "$CTLD_PORT"
+  whole GS_SLURMD_PORT "$SLURMD_PORT"
+  whole GS_SLURM_TIMEOUT "$TIMEOUT"
   [ "$GPUS" -ge 1 ] && [ "$GPUS" -le 64 ] || die "GS_SLURM_GPUS: '$GPUS' is not in 1..64"
   [ "$(id -u)" -eq 0 ] || die "must run as root (the daemons run as root, munged as munge)"
 }
