@@ -173,9 +173,11 @@ PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
   # slurmd reads gres.conf and cgroup.conf beside slurm.conf. No plugin here uses cgroups
   # (proctrack/linuxproc, task/none), but slurmd 22.05 loads a cgroup plugin all the same and
-  # knows no "disabled" (that came in 23.02): it picks v1 or v2 from what is mounted.
+  # knows no "disabled" (that came in 23.02): it picks v1 or v2 from what is mounted. On v2,
+  # IgnoreSystemd makes it create its scope itself instead of asking systemd over D-Bus.
   cat >"$DIR/cgroup.conf" <<EOF
 CgroupPlugin=autodetect
+IgnoreSystemd=yes
 EOF
 }
 
