@@ -265,3 +265,23 @@ def test_a_step_runs_as_one_tenant_named_after_job_and_step_and_ends_with_it(clu
     # slurmstepd ends the tenant as the step ends, which may be just after srun returns.
     wait_until(lambda: not (base / "state" / "tenants" / tenant).exists(), timeout=10,
                what="the tenant's ledger to go with its step")
+
+
+def test_a_step_of_another_user_is_a_tenant_that_user_owns_held_to_its_limit(cluster):
+    from daemon_env import as_user, ensure_user, user_dir
+
+    pw = ensure_user("gs-slurm-user")
+    base = user_dir(cluster.dir / "user", pw, 0o755)
+    state = user_dir(base / "state", pw)
+    env = make_sim_env(user_dir(base / "gpus", pw), GPUSLICE_STATE_DIR=state,
+                       SLURM_CONF=cluster.env["SLURM_CONF"])
+    script = (f"ls -ln $GPUSLICE_STATE_DIR/tenants/$GPUSLICE_TENANT; "
+              f"{WORKLOAD} alloc-until-oom --chunk 64Mi")
+    p = subprocess.run(as_user(pw) + ["srun", "--gpu-vram=256Mi", "sh", "-c", script], env=env, cwd=base,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr + cluster.logs()
+    listing, *_, result = p.stdout.splitlines()
+    assert listing.split()[2:4] == [str(pw.pw_uid), str(pw.pw_gid)], listing
+    assert json.loads(result)["allocated_bytes"] == 256 << 20, result
+    wait_until(lambda: not any((state / "tenants").iterdir()), timeout=10,
+               what="the user's tenant to go with its step")
