@@ -3,50 +3,35 @@
  * (run-tenant.c): 0, or -1 with err naming the option and the bad value. */
 #include "run-tenant.h"
 
+#include <gpuslice/limits.h>
+
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* --compute PCT: a number in (0, 100], kept in millionths of the GPU's time. */
+/* --compute PCT: a number in (0, 100], kept in millionths of the GPU's time. The rules are
+ * the library's (limits.h), shared with the Slurm plugin. */
 int run_tenant_set_compute(void *tenant, const char *arg, gs_error_t *err)
 {
   struct run_tenant *t = tenant;
-  char *end = NULL;
-  errno = 0;
-  double pct = strtod(arg, &end);
-  if (!*arg || *end || errno || !isfinite(pct) || pct <= 0 || pct > 100)
-    return gs_make_error(err, 0, "--compute: '%s' is not a percentage in (0, 100]", arg);
-  if (pct < GS_PCT_MIN)
-    return gs_make_error(err, 0, "--compute: '%s' is below the smallest share, %g", arg,
-                         GS_PCT_MIN);
-  t->compute_ppm = (uint32_t) (pct * 10000.0 + 0.5);
+  if (gs_parse_compute_pct(arg, &t->compute_ppm, err) < 0)
+    return gs_error_prepend(err, "--compute");
   return 0;
 }
 
 int run_tenant_set_compute_policy(void *tenant, const char *arg, gs_error_t *err)
 {
   struct run_tenant *t = tenant;
-  if (strcmp(arg, "share") == 0)
-    t->compute_policy = GS_COMPUTE_SHARE;
-  else if (strcmp(arg, "cap") == 0)
-    t->compute_policy = GS_COMPUTE_CAP;
-  else
-    return gs_make_error(err, 0, "--compute-policy: '%s' is not cap or share", arg);
+  if (gs_compute_policy_from_name(arg, &t->compute_policy, err) < 0)
+    return gs_error_prepend(err, "--compute-policy");
   return 0;
 }
 
 int run_tenant_set_priority(void *tenant, const char *arg, gs_error_t *err)
 {
   struct run_tenant *t = tenant;
-  if (strcmp(arg, "high") == 0)
-    t->priority = GS_PRIO_HIGH;
-  else if (strcmp(arg, "normal") == 0)
-    t->priority = GS_PRIO_NORMAL;
-  else if (strcmp(arg, "low") == 0)
-    t->priority = GS_PRIO_LOW;
-  else
-    return gs_make_error(err, 0, "--priority: '%s' is not high, normal or low", arg);
+  if (gs_priority_from_name(arg, &t->priority, err) < 0)
+    return gs_error_prepend(err, "--priority");
   return 0;
 }
 

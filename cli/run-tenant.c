@@ -17,15 +17,8 @@
 int run_tenant_set_vram(void *tenant, const char *arg, gs_error_t *err)
 {
   struct run_tenant *t = tenant;
-  size_t n = strlen(arg);
-  int rc = n && arg[n - 1] == '%' ? gs_parse_size(arg, 1000000, &t->vram_ppm, err)
-                                  : gs_parse_size(arg, 0, &t->vram_bytes, err);
-  if (rc < 0)
+  if (gs_parse_vram_limit(arg, &t->vram_bytes, &t->vram_ppm, err) < 0)
     return gs_error_prepend(err, "--vram");
-  /* The API carries a limit as a JSON integer, which is signed 64-bit. */
-  if (t->vram_bytes > (uint64_t) INT64_MAX)
-    return gs_make_error(err, 0, "--vram: bad size '%s': too large (at most %" PRId64 " bytes)",
-                         arg, INT64_MAX);
   t->vram_set = true;
   return 0;
 }

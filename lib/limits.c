@@ -6,7 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -392,6 +394,43 @@ const char *gs_priority_name(uint32_t priority)
 int gs_priority_rank(uint32_t priority)
 {
   return priority == GS_PRIO_HIGH ? 2 : priority == GS_PRIO_LOW ? 0 : 1;
+}
+
+int gs_parse_compute_pct(const char *s, uint32_t *ppm, gs_error_t *err)
+{
+  char *end = NULL;
+  errno = 0;
+  double pct = strtod(s, &end);
+  if (!*s || *end || errno || !isfinite(pct) || pct <= 0 || pct > 100)
+    return gs_make_error(err, 0, "'%s' is not a percentage in (0, 100]", s);
+  if (pct < GS_PCT_MIN)
+    return gs_make_error(err, 0, "'%s' is below the smallest share, %g", s, GS_PCT_MIN);
+  *ppm = (uint32_t) (pct * 10000.0 + 0.5);
+  return 0;
+}
+
+int gs_compute_policy_from_name(const char *s, uint32_t *policy, gs_error_t *err)
+{
+  if (strcmp(s, "share") == 0)
+    *policy = GS_COMPUTE_SHARE;
+  else if (strcmp(s, "cap") == 0)
+    *policy = GS_COMPUTE_CAP;
+  else
+    return gs_make_error(err, 0, "'%s' is not cap or share", s);
+  return 0;
+}
+
+int gs_priority_from_name(const char *s, uint32_t *priority, gs_error_t *err)
+{
+  if (strcmp(s, "high") == 0)
+    *priority = GS_PRIO_HIGH;
+  else if (strcmp(s, "normal") == 0)
+    *priority = GS_PRIO_NORMAL;
+  else if (strcmp(s, "low") == 0)
+    *priority = GS_PRIO_LOW;
+  else
+    return gs_make_error(err, 0, "'%s' is not high, normal or low", s);
+  return 0;
 }
 
 void gs_labels_foreach(const char *labels,

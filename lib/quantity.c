@@ -3,6 +3,7 @@
 #include <gpuslice/quantity.h>
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <string.h>
 #include <strings.h>
 
@@ -123,5 +124,20 @@ int gs_parse_size(const char *s, uint64_t device_total, uint64_t *out, gs_error_
   if (bytes / scale == 0)
     return gs_make_error(err, 0, "bad size '%s': must be at least one byte", s);
   *out = (uint64_t) (bytes / scale);
+  return 0;
+}
+
+int gs_parse_vram_limit(const char *s, uint64_t *bytes, uint64_t *ppm, gs_error_t *err)
+{
+  size_t n = strlen(s);
+  uint64_t b = 0, p = 0;
+  int rc = n && s[n - 1] == '%' ? gs_parse_size(s, 1000000, &p, err) : gs_parse_size(s, 0, &b, err);
+  if (rc < 0)
+    return -1;
+  if (b > (uint64_t) INT64_MAX)
+    return gs_make_error(err, 0, "bad size '%s': too large (at most %" PRId64 " bytes)", s,
+                         INT64_MAX);
+  *bytes = b;
+  *ppm = p;
   return 0;
 }

@@ -19,8 +19,17 @@
 #   chromium fonts-dejavu-core        the planner's HTML report is rendered headless in a test
 #   zlib1g-dev                        `gpuslice plan` reads gzipped metrics files
 #   clang-format                      tests/layering/test_format.py checks the C sources' format
+#   slurmctld slurmd slurm-client     tests/integration/test_slurm_cluster.py starts a real one-node
+#                                     Slurm 22.05 (integrations/slurm/hack/cluster.sh) and submits
+#                                     with srun, sbatch, sacct, sinfo, scontrol
+#   munge                             Slurm's authentication: the cluster script runs its own munged
+#   libslurm-dev                      <slurm/spank.h>, for the SPANK plugin (integrations/slurm/)
+#
+# The daemons' packages would start system munged, slurmctld and slurmd where no
+# policy-rc.d forbids it; the install below forbids it for its own duration, since the tests
+# start their own cluster and must not find another one.
 
-GS_DEPS="cmake ninja-build gcc pkg-config libc6-dev libcmocka-dev libjansson-dev python3 python3-pytest binutils procps clang libclang-rt-dev libmicrohttpd-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev libncurses-dev prometheus chromium fonts-dejavu-core zlib1g-dev clang-format"
+GS_DEPS="cmake ninja-build gcc pkg-config libc6-dev libcmocka-dev libjansson-dev python3 python3-pytest binutils procps clang libclang-rt-dev libmicrohttpd-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev libncurses-dev prometheus chromium fonts-dejavu-core zlib1g-dev clang-format slurmctld slurmd slurm-client munge libslurm-dev"
 
 gs_missing_deps() {
   local p missing=""
@@ -43,8 +52,15 @@ gs_check_deps() {
   [ -z "$missing" ] && return 0
   if [ "$(id -u)" -eq 0 ]; then
     echo "Installing missing packages: $missing"
-    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing
-    return
+    local policy="" rc=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      policy=/usr/sbin/policy-rc.d
+      printf '#!/bin/sh\n# scripts/deps.sh: no service starts while it installs\nexit 101\n' >"$policy"
+      chmod 755 "$policy"
+    fi
+    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing || rc=$?
+    [ -n "$policy" ] && rm -f "$policy"
+    return $rc
   fi
   echo "Missing packages: $missing" >&2
   echo "Install them with:" >&2

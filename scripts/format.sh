@@ -4,5 +4,5 @@
 # would change.
 set -eu
 cd "$(dirname "$0")/.."
-find lib include plan cli daemon preload sim tests bench fuzz \( -name '*.c' -o -name '*.h' \) -type f \
+find lib include plan cli daemon preload sim tests bench fuzz integrations \( -name '*.c' -o -name '*.h' \) -type f \
   -not -path '*/build*' -print0 | xargs -0 clang-format -i

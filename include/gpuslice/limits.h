@@ -170,6 +170,16 @@ const char *gs_priority_name(uint32_t priority);     /* "normal", "low", "high" 
 /* A priority's place in the order low < normal < high: 0, 1, 2. */
 int gs_priority_rank(uint32_t priority);
 
+/* The parsers for what users type, shared by `gpuslice run` and the Slurm plugin. Each
+ * returns 0, or -1 with an error (status 0) quoting the bad value, for the caller to prefix
+ * with its option's name. */
+/* A compute share: a percentage in (0, 100], at least GS_PCT_MIN, as millionths. */
+int gs_parse_compute_pct(const char *s, uint32_t *ppm, gs_error_t *err);
+/* "share" or "cap": enum gs_compute_policy. */
+int gs_compute_policy_from_name(const char *s, uint32_t *policy, gs_error_t *err);
+/* "high", "normal" or "low": enum gs_priority. */
+int gs_priority_from_name(const char *s, uint32_t *priority, gs_error_t *err);
+
 /* Calls fn(key, value, data) for each "k=v" line of labels (the labels of a ledger or a
  * limits file); lines without '=' are skipped. */
 void gs_labels_foreach(const char *labels,

@@ -15,4 +15,11 @@
  * at least one byte. Returns 0, or -1 with an error naming the bad token (status 0). */
 int gs_parse_size(const char *s, uint64_t device_total, uint64_t *out, gs_error_t *err);
 
+/* Parses a tenant's memory limit, as `gpuslice run --vram` and the Slurm plugin's --gpu-vram
+ * take it: a size in bytes (*bytes, *ppm 0), or a percentage ("25%") kept as millionths of the
+ * GPU until a process knows the device's size (*ppm, *bytes 0). Bytes are at most INT64_MAX,
+ * since the API carries a limit as a signed 64-bit JSON integer. Returns 0, or -1 with an
+ * error naming the bad value (status 0). */
+int gs_parse_vram_limit(const char *s, uint64_t *bytes, uint64_t *ppm, gs_error_t *err);
+
 #endif

@@ -1,13 +1,17 @@
 /* gs_parse_size: accepted spellings and their exact byte counts, and rejected inputs whose
- * message must name the bad token. Table-driven. */
+ * message must name the bad token. Table-driven. Also the parsers of a tenant's options that
+ * `gpuslice run` and the Slurm plugin share: gs_parse_vram_limit, and limits.h's compute
+ * share, policy and priority. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include <gpuslice.h>
+#include <gpuslice/limits.h>
 
 #define GIB (1024ULL * 1024 * 1024)
 #define TOTAL (80ULL * GIB)
@@ -135,6 +139,61 @@ static void test_parse_size_percentage_of_odd_total_rounds_down(void **state)
   assert_true(v == UINT64_MAX);
 }
 
+static void test_parse_vram_limit_gives_bytes_or_millionths(void **state)
+{
+  gs_error_t err = NULL;
+  uint64_t bytes = 7, ppm = 7;
+  (void) state;
+  assert_int_equal(gs_parse_vram_limit("1Gi", &bytes, &ppm, &err), 0);
+  assert_true(bytes == GIB && ppm == 0);
+  assert_int_equal(gs_parse_vram_limit("12.5%", &bytes, &ppm, &err), 0);
+  assert_true(bytes == 0 && ppm == 125000);
+  assert_int_equal(gs_parse_vram_limit("abc", &bytes, &ppm, &err), -1);
+  assert_non_null(strstr(err->msg, "'abc'"));
+  assert_true(bytes == 0 && ppm == 125000); /* untouched on failure */
+  assert_int_equal(gs_parse_vram_limit("9223372036854775808", &bytes, &ppm, &err), -1);
+  assert_non_null(strstr(err->msg, "too large"));
+  assert_int_equal(gs_parse_vram_limit("9223372036854775807", &bytes, &ppm, &err), 0);
+  gs_error_release(&err);
+}
+
+static void test_compute_option_parsers_take_the_documented_values_only(void **state)
+{
+  gs_error_t err = NULL;
+  uint32_t v = 0;
+  (void) state;
+  assert_int_equal(gs_parse_compute_pct("12.5", &v, &err), 0);
+  assert_int_equal(v, 125000);
+  assert_int_equal(gs_parse_compute_pct("100", &v, &err), 0);
+  assert_int_equal(v, 1000000);
+  static const char *const bad_pct[] = { "150", "0", "-5", "abc", "", "50%", "nan", "0.00001" };
+  for (size_t i = 0; i < sizeof(bad_pct) / sizeof(bad_pct[0]); i++) {
+    v = 42;
+    if (gs_parse_compute_pct(bad_pct[i], &v, &err) != -1)
+      fail_msg("'%s' accepted as %u", bad_pct[i], v);
+    char want[32];
+    snprintf(want, sizeof(want), "'%s'", bad_pct[i]);
+    if (!strstr(err->msg, want))
+      fail_msg("'%s': message '%s' does not name it", bad_pct[i], err->msg);
+    assert_int_equal(v, 42);
+  }
+  assert_int_equal(gs_compute_policy_from_name("cap", &v, &err), 0);
+  assert_int_equal(v, GS_COMPUTE_CAP);
+  assert_int_equal(gs_compute_policy_from_name("share", &v, &err), 0);
+  assert_int_equal(v, GS_COMPUTE_SHARE);
+  assert_int_equal(gs_compute_policy_from_name("capped", &v, &err), -1);
+  assert_non_null(strstr(err->msg, "'capped'"));
+  assert_int_equal(gs_priority_from_name("high", &v, &err), 0);
+  assert_int_equal(v, GS_PRIO_HIGH);
+  assert_int_equal(gs_priority_from_name("low", &v, &err), 0);
+  assert_int_equal(v, GS_PRIO_LOW);
+  assert_int_equal(gs_priority_from_name("normal", &v, &err), 0);
+  assert_int_equal(v, GS_PRIO_NORMAL);
+  assert_int_equal(gs_priority_from_name("urgent", &v, &err), -1);
+  assert_non_null(strstr(err->msg, "'urgent'"));
+  gs_error_release(&err);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -142,6 +201,8 @@ int main(void)
     cmocka_unit_test(test_parse_size_rejects_with_message_naming_token),
     cmocka_unit_test(test_parse_size_percentage_needs_device_total),
     cmocka_unit_test(test_parse_size_percentage_of_odd_total_rounds_down),
+    cmocka_unit_test(test_parse_vram_limit_gives_bytes_or_millionths),
+    cmocka_unit_test(test_compute_option_parsers_take_the_documented_values_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

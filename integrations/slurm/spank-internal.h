@@ -1,0 +1,29 @@
+/* What the plugin's two files share: the options a job gave (spank.c checks them) and the
+ * step's tenant made from them in slurmstepd (spank-tenant.c). */
+#ifndef GS_SPANK_INTERNAL_H
+#define GS_SPANK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <slurm/spank.h>
+
+#define GS_EXPORT __attribute__((visibility("default")))
+
+struct spank_job_opts {
+  bool given; /* any gpuslice option: the step becomes a tenant */
+  bool vram_set;
+  uint64_t vram_bytes, vram_ppm;
+  uint32_t compute_ppm, policy, priority;
+};
+
+extern struct spank_job_opts spank_job_opts;
+
+/* Remote context: creates the step's tenant from spank_job_opts and points the tasks'
+ * environment at it. argv is the plugin's arguments in plugstack.conf. 0, or -1 after one
+ * slurm_error line. */
+int spank_tenant_create(spank_t sp, int ac, char **av);
+/* Remote context: removes the step's tenant, if it made one. */
+void spank_tenant_end(void);
+
+#endif

@@ -1,0 +1,209 @@
+/* The remote side of the plugin, in slurmstepd: a step given any gpuslice option runs its
+ * tasks as one gpuslice tenant, through the contract `gpuslice run` uses. The step makes
+ * the tenant's ledger (named slurm-<job>.<step>, labelled with job, step, user, account and
+ * partition, holding the job's limits), and the tasks' environment gets the interposer in
+ * LD_PRELOAD, GPUSLICE_TENANT and GPUSLICE_STATE_DIR. The ledger is removed when the step
+ * ends.
+ *
+ * What does not live here: registering the tenant with the node daemon, as run-register.c
+ * does for `gpuslice run`, and the simulated driver: a job that wants it sets GPUSLICE_SIM
+ * (and LD_LIBRARY_PATH) itself, as it would for any program. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+
+#include <gpuslice/error.h>
+#include <gpuslice/paths.h>
+#include <gpuslice/tenant-ledger.h>
+
+#include "spank-internal.h"
+
+static struct {
+  struct gs_ledger *ledger;
+  char name[GS_LEDGER_NAME_MAX];
+  char dir[PATH_MAX];
+} tenant;
+
+/* "batch", "extern", "interactive" or the step's number, as sacct names steps. */
+static void step_name(uint32_t step, char *buf, size_t n)
+{
+  if (step == SLURM_BATCH_SCRIPT)
+    snprintf(buf, n, "batch");
+  else if (step == SLURM_EXTERN_CONT)
+    snprintf(buf, n, "extern");
+  else if (step == SLURM_INTERACTIVE_STEP)
+    snprintf(buf, n, "interactive");
+  else
+    snprintf(buf, n, "%u", step);
+}
+
+/* The job's environment variable name, or "" when it has none. */
+static void job_env(spank_t sp, const char *name, char *buf, int n)
+{
+  if (spank_getenv(sp, name, buf, n) != ESPANK_SUCCESS)
+    buf[0] = '\0';
+}
+
+static int add_label(char *labels, size_t n, const char *key, const char *value)
+{
+  size_t used = strlen(labels);
+  if (!*value || strchr(value, '\n'))
+    return 0;
+  if (used + strlen(key) + strlen(value) + 3 > n)
+    return -1;
+  snprintf(labels + used, n - used, "%s=%s\n", key, value);
+  return 0;
+}
+
+static int make_labels(spank_t sp, uint32_t job, const char *step, char *labels, size_t n)
+{
+  char buf[256], id[16];
+  uid_t uid = 0;
+  struct passwd *pw = NULL;
+  labels[0] = '\0';
+  snprintf(id, sizeof(id), "%u", job);
+  if (spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS)
+    pw = getpwuid(uid);
+  if (add_label(labels, n, "job", id) < 0 || add_label(labels, n, "step", step) < 0 ||
+      add_label(labels, n, "user", pw ? pw->pw_name : "") < 0)
+    return -1;
+  job_env(sp, "SLURM_JOB_ACCOUNT", buf, sizeof(buf));
+  if (add_label(labels, n, "account", buf) < 0)
+    return -1;
+  job_env(sp, "SLURM_JOB_PARTITION", buf, sizeof(buf));
+  return add_label(labels, n, "partition", buf);
+}
+
+static void fill_spec(struct gs_ledger_spec *spec, const char *labels)
+{
+  const struct spank_job_opts *o = &spank_job_opts;
+  memset(spec, 0, sizeof(*spec));
+  spec->name = tenant.name;
+  spec->labels = labels;
+  spec->compute_ppm = o->compute_ppm;
+  spec->compute_policy = o->policy;
+  spec->priority = o->priority;
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
+    spec->limit_bytes[g] = o->vram_set && !o->vram_ppm ? o->vram_bytes : GS_LIMIT_NONE;
+    spec->limit_ppm[g] = o->vram_set ? (uint32_t) o->vram_ppm : 0;
+  }
+}
+
+/* The interposer: preload=PATH from plugstack.conf, else libgpuslice.so where the layout
+ * (paths.h) puts it beside this plugin, which lives in <prefix>/lib as the interposer does. */
+static int find_preload(int ac, char **av, char *out, size_t n, gs_error_t *err)
+{
+  for (int i = 0; i < ac; i++)
+    if (strncmp(av[i], "preload=", 8) == 0) {
+      snprintf(out, n, "%s", av[i] + 8);
+      return access(out, R_OK) == 0 ? 0 : gs_make_error(err, errno, "interposer '%s'", out);
+    }
+  Dl_info info;
+  struct gs_paths paths;
+  if (!dladdr((void *) find_preload, &info) || !info.dli_fname)
+    return gs_make_error(err, 0, "cannot find where gpuslice_spank.so is");
+  if (gs_paths_find(&paths, info.dli_fname, err) < 0)
+    return -1;
+  snprintf(out, n, "%s", paths.preload);
+  gs_paths_release(&paths);
+  return access(out, R_OK) == 0 ? 0 : gs_make_error(err, errno, "interposer '%s'", out);
+}
+
+/* As cli/run.c does: in sanitizer builds the test suite's programs are built with ASan,
+ * which insists on coming first in the load order, and a preloaded interposer is ahead of
+ * it. That order is harmless (the interposer does not define malloc), so sanitizer builds
+ * tell ASan not to check it. */
+static int relax_asan_link_order(spank_t sp, gs_error_t *err)
+{
+#ifdef GS_ASAN_BUILD
+  char old[1024], opts[1100];
+  job_env(sp, "ASAN_OPTIONS", old, sizeof(old));
+  if (strstr(old, "verify_asan_link_order"))
+    return 0;
+  snprintf(opts, sizeof(opts), "%s%sverify_asan_link_order=0", old, *old ? ":" : "");
+  if (spank_setenv(sp, "ASAN_OPTIONS", opts, 1) != ESPANK_SUCCESS)
+    return gs_make_error(err, 0, "cannot set the step's ASAN_OPTIONS");
+#else
+  (void) sp;
+  (void) err;
+#endif
+  return 0;
+}
+
+/* LD_PRELOAD for the tasks: the interposer ahead of what the job had. */
+static int set_preload(spank_t sp, const char *preload, gs_error_t *err)
+{
+  char old[PATH_MAX * 2], joined[PATH_MAX * 3];
+  job_env(sp, "LD_PRELOAD", old, sizeof(old));
+  if (*old)
+    snprintf(joined, sizeof(joined), "%s:%s", preload, old);
+  else
+    snprintf(joined, sizeof(joined), "%s", preload);
+  if (spank_setenv(sp, "LD_PRELOAD", joined, 1) != ESPANK_SUCCESS)
+    return gs_make_error(err, 0, "cannot set the step's LD_PRELOAD");
+  return relax_asan_link_order(sp, err);
+}
+
+static int set_env(spank_t sp, gs_error_t *err)
+{
+  if (spank_setenv(sp, "GPUSLICE_TENANT", tenant.name, 1) != ESPANK_SUCCESS ||
+      spank_setenv(sp, "GPUSLICE_STATE_DIR", tenant.dir, 1) != ESPANK_SUCCESS)
+    return gs_make_error(err, 0, "cannot set the step's GPUSLICE_TENANT and GPUSLICE_STATE_DIR");
+  return 0;
+}
+
+/* Everything spank_tenant_create does, with err for its one line. */
+static int create(spank_t sp, int ac, char **av, gs_error_t *err)
+{
+  uint32_t job = 0, step = 0;
+  char stepname[16], labels[GS_LEDGER_LABELS_MAX], preload[PATH_MAX];
+  struct gs_ledger_spec spec;
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+    return gs_make_error(err, 0, "cannot read the job and step ids");
+  step_name(step, stepname, sizeof(stepname));
+  snprintf(tenant.name, sizeof(tenant.name), "slurm-%u.%s", job, stepname);
+  if (find_preload(ac, av, preload, sizeof(preload), err) < 0)
+    return -1;
+  /* The job's GPUSLICE_STATE_DIR, as a program it started would see it; else the default. */
+  job_env(sp, "GPUSLICE_STATE_DIR", tenant.dir, sizeof(tenant.dir));
+  if (!*tenant.dir)
+    snprintf(tenant.dir, sizeof(tenant.dir), "%s", gs_ledger_state_dir());
+  if (make_labels(sp, job, stepname, labels, sizeof(labels)) < 0)
+    return gs_make_error(err, 0, "labels exceed %zu bytes", sizeof(labels) - 1);
+  fill_spec(&spec, labels);
+  if (gs_ledger_state_dir_make(tenant.dir, err) < 0 ||
+      gs_ledger_create(tenant.dir, &spec, &tenant.ledger, err) < 0)
+    return -1;
+  return set_preload(sp, preload, err) < 0 || set_env(sp, err) < 0 ? -1 : 0;
+}
+
+int spank_tenant_create(spank_t sp, int ac, char **av)
+{
+  gs_error_t err = NULL;
+  if (create(sp, ac, av, &err) == 0)
+    return 0;
+  slurm_error("gpuslice: step tenant %s: %s", tenant.name, gs_scrub_ctl(err->msg, '?'));
+  gs_error_release(&err);
+  spank_tenant_end();
+  return -1;
+}
+
+void spank_tenant_end(void)
+{
+  gs_error_t err = NULL;
+  if (!tenant.ledger)
+    return;
+  gs_ledger_detach(tenant.ledger);
+  tenant.ledger = NULL;
+  if (gs_ledger_remove(tenant.dir, tenant.name, &err) < 0) {
+    slurm_error("gpuslice: step tenant %s: %s", tenant.name, gs_scrub_ctl(err->msg, '?'));
+    gs_error_release(&err);
+  }
+}

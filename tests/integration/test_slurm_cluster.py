@@ -1,0 +1,287 @@
+"""The Slurm integration against a real one-node Slurm 22.05 cluster (issue #14): the
+module's fixture starts it with integrations/slurm/hack/cluster.sh up (its own munged,
+slurmctld and slurmd on loopback, the SPANK plugin from this build in plugstack.conf) and
+stops it with cluster.sh down. Needs root, as slurmd does."""
+import json
+import os
+import pathlib
+import socket
+import struct
+import subprocess
+import time
+
+import pytest
+
+from conftest import BIN, BUILD, make_sim_env
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CLUSTER = REPO / "integrations" / "slurm" / "hack" / "cluster.sh"
+PLUGIN = BUILD / "lib" / "gpuslice_spank.so"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    def __init__(self, directory):
+        self.dir = directory
+        self.env = dict(os.environ)
+        self.env.update(GS_SLURM_DIR=str(directory), GS_SLURM_CTLD_PORT=str(free_port()),
+                        GS_SLURMD_PORT=str(free_port()), GS_SLURM_PLUGIN=str(PLUGIN))
+
+    def up(self):
+        p = subprocess.run(["bash", str(CLUSTER), "up"], env=self.env, capture_output=True,
+                           text=True, timeout=180)
+        assert p.returncode == 0, f"cluster.sh up failed:\n{p.stderr}"
+        last = p.stdout.strip().splitlines()[-1]
+        assert last.startswith("export SLURM_CONF="), p.stdout
+        self.env["SLURM_CONF"] = last.split("=", 1)[1]
+
+    def down(self):
+        subprocess.run(["bash", str(CLUSTER), "down"], env=self.env, timeout=120)
+
+    def daemon_pids(self):
+        """The pids cluster.sh up recorded for munged, slurmctld and slurmd."""
+        files = [self.dir / "munge" / "munged.pid", self.dir / "slurmctld.pid", self.dir / "slurmd.pid"]
+        return [int(f.read_text()) for f in files]
+
+    def logs(self):
+        out = []
+        for f in sorted((self.dir / "log").glob("*.log")):
+            out.append(f"----- {f}\n" + "\n".join(f.read_text(errors="replace").splitlines()[-30:]))
+        return "\n".join(out)
+
+    def run(self, *args, timeout=60, **kw):
+        return subprocess.run([str(a) for a in args], env=self.env, capture_output=True, text=True,
+                              timeout=timeout, **kw)
+
+    def completed_jobs(self):
+        """The jobs the job completion log (jobcomp/filetxt) holds, as {id: (name, state)}."""
+        p = self.run("sacct", "-c", "-n", "-P", "-o", "jobid,jobname,state")
+        assert p.returncode == 0, p.stderr
+        jobs = {}
+        for line in p.stdout.splitlines():
+            jobid, name, state = line.split("|")[:3]
+            jobs[jobid] = (name, state)
+        return jobs
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if os.geteuid() != 0:
+        pytest.skip("starting slurmd and munged needs root (CI runs the tests as root)")
+    c = Cluster(pathlib.Path(f"/tmp/gpuslice-slurm-test-{os.getpid()}"))
+    pids = []
+    try:
+        c.up()
+        pids = c.daemon_pids()
+        yield c
+    finally:
+        c.down()
+    assert not c.dir.exists(), "cluster.sh down left its directory"
+    alive = [pid for pid in pids if pathlib.Path(f"/proc/{pid}").exists()]
+    assert not alive, f"cluster.sh down left daemons running: {alive}"
+
+
+def wait_until(pred, timeout=30, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.mark.parametrize("var,value", [("GS_SLURM_GPUS", "abc"), ("GS_SLURM_CTLD_PORT", "68x7"),
+                                       ("GS_SLURMD_PORT", "-1"), ("GS_SLURM_DIR", "relative/dir")])
+def test_cluster_sh_refuses_a_bad_setting_with_one_line_naming_it(tmp_path, var, value):
+    env = dict(os.environ, GS_SLURM_DIR=str(tmp_path / "c"))
+    env[var] = value
+    p = subprocess.run(["bash", str(CLUSTER), "up"], env=env, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and var in p.stderr and f"'{value}'" in p.stderr, p.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_srun_runs_a_step_on_the_node(cluster):
+    p = cluster.run("srun", "hostname")
+    assert p.returncode == 0, p.stderr + cluster.logs()
+    assert p.stdout.strip() == socket.gethostname().split(".")[0]
+
+
+def test_sbatch_job_finishes_and_sacct_c_lists_it(cluster):
+    out = cluster.dir / "sbatch-wrap.out"
+    p = cluster.run("sbatch", "--parsable", "-J", "gs-wrap", "-o", out, "--wrap", "echo wrapped")
+    assert p.returncode == 0, p.stderr + cluster.logs()
+    jobid = p.stdout.strip().split(";")[0]
+    state = wait_until(lambda: cluster.completed_jobs().get(jobid), timeout=30,
+                       what=f"job {jobid} in sacct -c")
+    assert state == ("gs-wrap", "COMPLETED"), state
+    assert out.read_text().strip() == "wrapped"
+
+
+OPTIONS = ("--gpu-vram=SIZE", "--gpu-compute=PCT", "--gpu-compute-policy=share|cap",
+           "--gpu-priority=high|normal|low")
+
+
+@pytest.mark.parametrize("prog", ["srun", "sbatch", "salloc"])
+def test_the_plugin_options_show_in_help(cluster, prog):
+    assert PLUGIN.exists(), f"{PLUGIN} was not built (is libslurm-dev installed?)"
+    p = cluster.run(prog, "--help")
+    assert p.returncode == 0, p.stderr
+    assert "Options provided by plugins:" in p.stdout, p.stdout[-2000:]
+    for opt in OPTIONS:
+        assert opt in p.stdout, f"{prog} --help does not list {opt}"
+
+
+BAD = [
+    ("--gpu-vram", "abc", "bad size 'abc': not a number"),
+    ("--gpu-compute", "150", "'150' is not a percentage in (0, 100]"),
+    ("--gpu-compute-policy", "capped", "'capped' is not cap or share"),
+    ("--gpu-priority", "urgent", "'urgent' is not high, normal or low"),
+]
+
+
+def submit(cluster, prog, opts, name, marker):
+    cmd = f"touch {marker}"
+    if prog == "srun":
+        return cluster.run("srun", "-J", name, *opts, "sh", "-c", cmd)
+    if prog == "sbatch":
+        return cluster.run("sbatch", "-J", name, "-o", "/dev/null", *opts, "--wrap", cmd)
+    return cluster.run("salloc", "-J", name, *opts, "sh", "-c", cmd)
+
+
+def jobs_named(cluster, name):
+    q = cluster.run("squeue", "-h", "-n", name, "-o", "%i")
+    assert q.returncode == 0, q.stderr
+    done = [j for j, (n, _) in cluster.completed_jobs().items() if n == name]
+    return q.stdout.split() + done
+
+
+@pytest.mark.parametrize("prog", ["srun", "sbatch", "salloc"])
+@pytest.mark.parametrize("opt,value,why", BAD, ids=[b[0] for b in BAD])
+def test_a_bad_value_refuses_the_job_at_submission_and_nothing_starts(cluster, prog, opt, value, why):
+    """The plugin's one line names the option, the value and what is wrong with it. Slurm 22.05
+    adds its own line after it ("Invalid --gpu-vram argument: abc") whenever an option's
+    callback fails; a plugin cannot stop that."""
+    name = f"gs-bad-{prog}-{opt.strip('-')}"
+    marker = cluster.dir / f"{name}.ran"
+    p = submit(cluster, prog, [f"{opt}={value}"], name, marker)
+    assert p.returncode != 0, f"{prog} {opt}={value} was accepted"
+    ours = [line for line in p.stderr.splitlines() if "gpuslice:" in line]
+    assert ours == [f"{prog}: error: gpuslice: {opt}: {why}"], p.stderr
+    assert f"{prog}: error: Invalid {opt} argument: {value}" in p.stderr.splitlines(), p.stderr
+    time.sleep(1)
+    assert not marker.exists(), f"{prog} {opt}={value}: the job ran"
+    assert jobs_named(cluster, name) == [], f"{prog} {opt}={value}: a job was submitted"
+
+
+@pytest.mark.parametrize("prog", ["srun", "sbatch", "salloc"])
+def test_good_values_are_accepted_and_the_job_runs(cluster, prog):
+    name = f"gs-good-{prog}"
+    marker = cluster.dir / f"{name}.ran"
+    opts = ["--gpu-vram=1Gi", "--gpu-compute=12.5", "--gpu-compute-policy=cap", "--gpu-priority=high"]
+    p = submit(cluster, prog, opts, name, marker)
+    assert p.returncode == 0, p.stderr + cluster.logs()
+    wait_until(marker.exists, timeout=30, what=f"{prog}'s job to run")
+
+
+# ---- the remote side: each step's tasks as one gpuslice tenant ----
+
+GIB = 1 << 30
+WORKLOAD = BIN / "gpusim-workload"
+
+
+@pytest.fixture
+def sim(cluster):
+    """The job's environment, as srun passes it on: the simulated GPU (GPUSLICE_SIM and its
+    library path) and a state dir for the tenants' ledgers."""
+    base = cluster.dir / f"sim-{time.monotonic_ns()}"
+    (base / "gpus").mkdir(parents=True)
+    (base / "state").mkdir(mode=0o755)
+    env = make_sim_env(base / "gpus", GPUSLICE_STATE_DIR=base / "state")
+    env["SLURM_CONF"] = cluster.env["SLURM_CONF"]
+    return env, base
+
+
+def alloc_until_oom(cluster, env, *opts):
+    p = subprocess.run(["srun", *opts, str(WORKLOAD), "alloc-until-oom", "--chunk", "64Mi"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip(), p.stderr + cluster.logs()
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def test_a_step_with_gpu_vram_is_held_to_exactly_that_on_the_simulated_gpu(cluster, sim):
+    env, _ = sim
+    got = alloc_until_oom(cluster, env, "--gpu-vram=1Gi")
+    assert got["allocated_bytes"] == GIB and got["stopped_by"] == "CUDA_ERROR_OUT_OF_MEMORY", got
+    # Without the option the step is no tenant and has the whole simulated GPU.
+    assert alloc_until_oom(cluster, env)["allocated_bytes"] > 64 * GIB
+
+
+def test_an_sbatch_job_with_gpu_vram_runs_its_batch_step_as_a_tenant(cluster, sim):
+    env, base = sim
+    out = base / "batch.out"
+    p = subprocess.run(["sbatch", "--parsable", "--gpu-vram=512Mi", "-o", str(out), "--wrap",
+                        f"{WORKLOAD} alloc-until-oom --chunk 64Mi; echo tenant=$GPUSLICE_TENANT"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    jobid = p.stdout.strip().split(";")[0]
+    wait_until(lambda: cluster.completed_jobs().get(jobid), timeout=30, what=f"job {jobid} to end")
+    lines = out.read_text().splitlines()
+    assert json.loads(lines[-2])["allocated_bytes"] == 512 << 20, lines
+    assert lines[-1] == f"tenant=slurm-{jobid}.batch", lines
+
+
+def read_ledger(path):
+    """The fields of a ledger file (include/gpuslice/tenant-ledger.h's pinned layout) this test
+    checks: name, labels, and the compute limit, policy and priority."""
+    b = path.read_bytes()
+    name = b[16:80].split(b"\0")[0].decode()
+    labels = dict(line.split("=", 1) for line in b[80:1104].split(b"\0")[0].decode().splitlines())
+    ppm, policy, priority = struct.unpack_from("<III", b, 1136)
+    return name, labels, ppm, policy, priority
+
+
+def test_a_step_runs_as_one_tenant_named_after_job_and_step_and_ends_with_it(cluster, sim):
+    env, base = sim
+    copy = base / "ledger-copy"
+    script = (f"echo $SLURM_JOB_ID $GPUSLICE_TENANT; "
+              f"cp $GPUSLICE_STATE_DIR/tenants/$GPUSLICE_TENANT {copy}")
+    p = subprocess.run(["srun", "--gpu-compute=25", "--gpu-compute-policy=cap", "--gpu-priority=high",
+                        "sh", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr + cluster.logs()
+    jobid, tenant = p.stdout.split()
+    assert tenant == f"slurm-{jobid}.0"
+    name, labels, ppm, policy, priority = read_ledger(copy)
+    assert name == tenant
+    assert labels["job"] == jobid and labels["step"] == "0", labels
+    assert labels["user"] == "root" and labels["partition"] == "debug", labels
+    assert (ppm, policy, priority) == (250000, 1, 2)  # 25%, GS_COMPUTE_CAP, GS_PRIO_HIGH
+    # slurmstepd ends the tenant as the step ends, which may be just after srun returns.
+    wait_until(lambda: not (base / "state" / "tenants" / tenant).exists(), timeout=10,
+               what="the tenant's ledger to go with its step")
+
+
+def test_a_step_of_another_user_is_a_tenant_that_user_owns_held_to_its_limit(cluster):
+    from daemon_env import as_user, ensure_user, user_dir
+
+    pw = ensure_user("gs-slurm-user")
+    base = user_dir(cluster.dir / "user", pw, 0o755)
+    state = user_dir(base / "state", pw)
+    env = make_sim_env(user_dir(base / "gpus", pw), GPUSLICE_STATE_DIR=state,
+                       SLURM_CONF=cluster.env["SLURM_CONF"])
+    script = (f"ls -ln $GPUSLICE_STATE_DIR/tenants/$GPUSLICE_TENANT; "
+              f"{WORKLOAD} alloc-until-oom --chunk 64Mi")
+    p = subprocess.run(as_user(pw) + ["srun", "--gpu-vram=256Mi", "sh", "-c", script], env=env, cwd=base,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr + cluster.logs()
+    listing, *_, result = p.stdout.splitlines()
+    assert listing.split()[2:4] == [str(pw.pw_uid), str(pw.pw_gid)], listing
+    assert json.loads(result)["allocated_bytes"] == 256 << 20, result
+    wait_until(lambda: not any((state / "tenants").iterdir()), timeout=10,
+               what="the user's tenant to go with its step")
