@@ -96,22 +96,6 @@ static void fill_spec(const struct run_tenant *t, struct gs_ledger_spec *spec)
   }
 }
 
-/* A descriptor on the ledger, kept until the tenant ends: should someone remove the state dir
- * while the tenant runs, the daemon gives the ledger its path back as a link to it
- * (/proc/<pid>/fd/<n>), so that the tenant's new processes charge the same ledger. Only this
- * process's: O_CLOEXEC keeps it from the command. */
-static void hold_ledger(struct run_tenant *t)
-{
-  struct gs_ledger_copy c;
-  t->ledger_fd = gs_ledger_read_open(t->dir, t->name, NULL);
-  if (t->ledger_fd >= 0 &&
-      (gs_ledger_read_fd(t->ledger_fd, t->name, geteuid(), &c, NULL) < 0 ||
-       c.created_unix_ns != t->ledger->created_unix_ns)) {
-    close(t->ledger_fd);
-    t->ledger_fd = -1;
-  }
-}
-
 int run_tenant_create(struct run_tenant *t, gs_error_t *err)
 {
   struct gs_ledger_spec spec;
@@ -125,7 +109,8 @@ int run_tenant_create(struct run_tenant *t, gs_error_t *err)
   if (gs_ledger_state_dir_make(t->dir, err) < 0 ||
       gs_ledger_create(t->dir, &spec, &t->ledger, err) < 0)
     return -1;
-  hold_ledger(t);
+  /* Kept until the tenant ends; see gs_ledger_hold. */
+  t->ledger_fd = gs_ledger_hold(t->dir, t->ledger);
   setenv("GPUSLICE_TENANT", t->name, 1);
   setenv("GPUSLICE_STATE_DIR", t->dir, 1);
   return 0;

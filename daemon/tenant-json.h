@@ -1,7 +1,8 @@
-/* The tenant's JSON: the contract between `gpuslice run` and the daemon, built and read in
- * one place for both sides. The registration (POST /v1/tenants, docs/daemon.md) is built by
- * the CLI (cli/run-register.c) and read by the daemon (api-tenants.c); its labels and its
- * five limit keys have the same shape in the tenant the daemon sends back ("labels" and
+/* The tenant's JSON: the contract between the tenants' makers and the daemon. The
+ * registration (POST /v1/tenants, docs/daemon.md) is read by the daemon (api-tenants.c); the
+ * clients that send it (`gpuslice run`, the Slurm plugin) build it with
+ * lib/daemon-register.c, without jansson, and tenant_json_reg here builds the same body for
+ * the tests (test_daemon_tenant_json.c reads both back). Its labels and its five limit keys have the same shape in the tenant the daemon sends back ("labels" and
  * "limits" of T), which the daemon builds with the same functions.
  *
  * Public to the CLI (which links gpuslice_daemon): jansson and lib/ only, nothing of the

@@ -212,3 +212,16 @@ int gs_ledger_write_limits(const char *dir, const char *name, uid_t uid, uint64_
   close(fd);
   return rc;
 }
+
+int gs_ledger_hold(const char *dir, const struct gs_ledger *l)
+{
+  struct gs_ledger_copy c;
+  int fd = gs_ledger_read_open(dir, l->name, NULL);
+  if (fd >= 0 &&
+      (gs_ledger_read_fd(fd, l->name, geteuid(), &c, NULL) < 0 ||
+       c.created_unix_ns != l->created_unix_ns)) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}

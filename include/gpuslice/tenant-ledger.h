@@ -236,6 +236,13 @@ int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy
 /* gs_ledger_read_open, gs_ledger_read_fd and close, for one reading. */
 int gs_ledger_read_copy(const char *dir, const char *name, uid_t uid, struct gs_ledger_copy *out,
                         gs_error_t *err);
+/* A descriptor on the tenant's own ledger l in dir, for its owner (`gpuslice run`, the Slurm
+ * plugin's slurmstepd) to keep until the tenant ends: should someone remove the state dir while
+ * the tenant runs, the daemon gives the ledger its path back as a link to it
+ * (/proc/<pid>/fd/<n>), so that the tenant's new processes charge the same ledger. O_CLOEXEC,
+ * so the owner's children do not inherit it. Returns the descriptor, or -1 when the file at
+ * the path is not l (removed, or another ledger by now). */
+int gs_ledger_hold(const char *dir, const struct gs_ledger *l);
 
 /* A process that holds a live slot in a ledger. */
 struct gs_ledger_pid {

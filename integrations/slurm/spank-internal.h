@@ -23,7 +23,10 @@ extern struct spank_job_opts spank_job_opts;
  * environment at it. argv is the plugin's arguments in plugstack.conf. 0, or -1 after one
  * slurm_error line. */
 int spank_tenant_create(spank_t sp, int ac, char **av);
-/* Remote context: removes the step's tenant, if it made one. */
+/* Remote context, as each task ends: keeps its exit status (a wait status) for the daemon and
+ * reaps the slots of the tenant's dead processes. */
+void spank_tenant_task_exit(int wait_status);
+/* Remote context: tells the daemon the step's tenant ended and removes it, if it made one. */
 void spank_tenant_end(void);
 
 #endif

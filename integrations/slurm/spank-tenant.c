@@ -2,33 +2,58 @@
  * tasks as one gpuslice tenant, through the contract `gpuslice run` uses. The step makes
  * the tenant's ledger (named slurm-<job>.<step>, labelled with job, step, user, account and
  * partition, holding the job's limits), and the tasks' environment gets the interposer in
- * LD_PRELOAD, GPUSLICE_TENANT and GPUSLICE_STATE_DIR. The ledger is removed when the step
- * ends.
+ * LD_PRELOAD, GPUSLICE_TENANT and GPUSLICE_STATE_DIR. When a node daemon answers, the tenant
+ * is registered with it as `gpuslice run` registers its own (the library's client,
+ * gpuslice/daemon-register.h), and the tasks get GPUSLICE_SOCKET so that they read the
+ * daemon's limits file. While the step runs, slurmstepd holds a descriptor on the ledger
+ * (gs_ledger_hold) and a thread of its own reaps the tenant's dead processes, as run does
+ * while its command runs. At the step's end the daemon is told (with the last task's exit
+ * status) and the ledger is removed.
  *
- * What does not live here: registering the tenant with the node daemon, as run-register.c
- * does for `gpuslice run`, and the simulated driver: a job that wants it sets GPUSLICE_SIM
- * (and LD_LIBRARY_PATH) itself, as it would for any program. */
+ * What does not live here: the simulated driver: a job that wants it sets GPUSLICE_SIM (and
+ * LD_LIBRARY_PATH) itself, as it would for any program. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
 
+#include <gpuslice/daemon-paths.h>
+#include <gpuslice/daemon-register.h>
 #include <gpuslice/error.h>
 #include <gpuslice/paths.h>
 #include <gpuslice/tenant-ledger.h>
 
 #include "spank-internal.h"
 
+/* How long slurmstepd waits for the daemon: a step's start is delayed by at most this when a
+ * daemon hangs. */
+#define REGISTER_TIMEOUT_MS 2000L
+/* How often the tenant's dead processes are looked for, as `gpuslice run` does (run.c). */
+#define REAP_PERIOD_NS 200000000L
+
 static struct {
   struct gs_ledger *ledger;
   char name[GS_LEDGER_NAME_MAX];
   char dir[PATH_MAX];
-} tenant;
+  char socket[PATH_MAX];
+  int fd; /* gs_ledger_hold's, or -1 */
+  bool registered;
+  int exit_status; /* the last task's, as a shell has it */
+  bool reaping;
+  pthread_t reaper;
+  pthread_mutex_t lock;
+  pthread_cond_t stop;
+  bool stopping;
+} tenant = { .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .stop = PTHREAD_COND_INITIALIZER };
 
 /* "batch", "extern", "interactive" or the step's number, as sacct names steps. */
 static void step_name(uint32_t step, char *buf, size_t n)
@@ -158,6 +183,101 @@ static int set_env(spank_t sp, gs_error_t *err)
   return 0;
 }
 
+/* The daemon's socket: socket=PATH from plugstack.conf, else the job's GPUSLICE_SOCKET, else
+ * the default as slurmstepd sees it (gpuslice/daemon-paths.h). */
+static void find_socket(spank_t sp, int ac, char **av)
+{
+  for (int i = 0; i < ac; i++)
+    if (strncmp(av[i], "socket=", 7) == 0) {
+      snprintf(tenant.socket, sizeof(tenant.socket), "%s", av[i] + 7);
+      return;
+    }
+  job_env(sp, "GPUSLICE_SOCKET", tenant.socket, sizeof(tenant.socket));
+  if (!*tenant.socket)
+    snprintf(tenant.socket, sizeof(tenant.socket), "%s", gs_daemon_socket_path());
+}
+
+/* Registers the tenant when a daemon answers; a daemon's refusal fails the step, as it fails
+ * `gpuslice run`. The tasks then read the daemon's limits file, found beside its socket. */
+static int register_tenant(spank_t sp, const char *labels, gs_error_t *err)
+{
+  const struct spank_job_opts *o = &spank_job_opts;
+  char dir[PATH_MAX];
+  struct gs_daemon_reg reg = {
+    .name = tenant.name,
+    .pid = (long) getpid(),
+    .state_dir = realpath(tenant.dir, dir) ? dir : tenant.dir,
+    .labels = labels,
+    .gpu = -1,
+    .vram_bytes = o->vram_set && !o->vram_ppm ? o->vram_bytes : GS_LIMIT_NONE,
+    .vram_ppm = o->vram_set ? (uint32_t) o->vram_ppm : 0,
+    .compute_ppm = o->compute_ppm,
+    .compute_policy = o->policy,
+    .priority = o->priority,
+  };
+  gs_error_t e = NULL;
+  int rc = gs_daemon_register(tenant.socket, &reg, REGISTER_TIMEOUT_MS, &e);
+  if (rc < 0) {
+    gs_make_error(err, 0, "%s", e->msg);
+    gs_error_release(&e);
+    return -1;
+  }
+  if (rc == GS_DAEMON_ABSENT) {
+    slurm_debug("gpuslice: step tenant %s: not registered: %s", tenant.name, e->msg);
+    gs_error_release(&e);
+    return 0;
+  }
+  tenant.registered = true;
+  if (spank_setenv(sp, "GPUSLICE_SOCKET", tenant.socket, 1) != ESPANK_SUCCESS)
+    return gs_make_error(err, 0, "cannot set the step's GPUSLICE_SOCKET");
+  return 0;
+}
+
+/* slurmstepd's thread that gives back the memory of the tenant's dead processes while the step
+ * runs: a task's child killed with SIGKILL leaves a slot nobody else frees before the step
+ * ends. */
+static void *reap_loop(void *arg)
+{
+  (void) arg;
+  pthread_mutex_lock(&tenant.lock);
+  while (!tenant.stopping) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += REAP_PERIOD_NS;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&tenant.stop, &tenant.lock, &until);
+    if (!tenant.stopping)
+      gs_ledger_reap(tenant.ledger);
+  }
+  pthread_mutex_unlock(&tenant.lock);
+  return NULL;
+}
+
+static void start_reaper(void)
+{
+  tenant.stopping = false;
+  tenant.reaping = pthread_create(&tenant.reaper, NULL, reap_loop, NULL) == 0;
+  if (!tenant.reaping)
+    slurm_error("gpuslice: step tenant %s: no reaper thread: dead processes' memory comes "
+                "back at the step's end",
+                tenant.name);
+}
+
+static void stop_reaper(void)
+{
+  if (!tenant.reaping)
+    return;
+  pthread_mutex_lock(&tenant.lock);
+  tenant.stopping = true;
+  pthread_cond_signal(&tenant.stop);
+  pthread_mutex_unlock(&tenant.lock);
+  pthread_join(tenant.reaper, NULL);
+  tenant.reaping = false;
+}
+
 /* Everything spank_tenant_create does, with err for its one line. */
 static int create(spank_t sp, int ac, char **av, gs_error_t *err)
 {
@@ -181,7 +301,13 @@ static int create(spank_t sp, int ac, char **av, gs_error_t *err)
   if (gs_ledger_state_dir_make(tenant.dir, err) < 0 ||
       gs_ledger_create(tenant.dir, &spec, &tenant.ledger, err) < 0)
     return -1;
-  return set_preload(sp, preload, err) < 0 || set_env(sp, err) < 0 ? -1 : 0;
+  tenant.fd = gs_ledger_hold(tenant.dir, tenant.ledger);
+  find_socket(sp, ac, av);
+  if (set_preload(sp, preload, err) < 0 || set_env(sp, err) < 0 ||
+      register_tenant(sp, labels, err) < 0)
+    return -1;
+  start_reaper();
+  return 0;
 }
 
 int spank_tenant_create(spank_t sp, int ac, char **av)
@@ -195,13 +321,36 @@ int spank_tenant_create(spank_t sp, int ac, char **av)
   return -1;
 }
 
+void spank_tenant_task_exit(int wait_status)
+{
+  if (!tenant.ledger)
+    return;
+  tenant.exit_status =
+    WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status) : WEXITSTATUS(wait_status);
+  pthread_mutex_lock(&tenant.lock);
+  gs_ledger_reap(tenant.ledger);
+  pthread_mutex_unlock(&tenant.lock);
+}
+
 void spank_tenant_end(void)
 {
   gs_error_t err = NULL;
   if (!tenant.ledger)
     return;
+  stop_reaper();
+  if (tenant.registered &&
+      gs_daemon_unregister(tenant.socket, tenant.name, tenant.exit_status, REGISTER_TIMEOUT_MS,
+                           &err) < 0) {
+    slurm_error("gpuslice: step tenant %s: tell the daemon it ended: %s", tenant.name,
+                gs_scrub_ctl(err->msg, '?'));
+    gs_error_release(&err);
+  }
+  tenant.registered = false;
   gs_ledger_detach(tenant.ledger);
   tenant.ledger = NULL;
+  if (tenant.fd >= 0)
+    close(tenant.fd);
+  tenant.fd = -1;
   if (gs_ledger_remove(tenant.dir, tenant.name, &err) < 0) {
     slurm_error("gpuslice: step tenant %s: %s", tenant.name, gs_scrub_ctl(err->msg, '?'));
     gs_error_release(&err);

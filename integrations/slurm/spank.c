@@ -116,6 +116,17 @@ GS_EXPORT int slurm_spank_user_init(spank_t sp, int ac, char **av)
   return spank_tenant_create(sp, ac, av);
 }
 
+/* Called in slurmstepd, as root, each time one of the step's tasks exits. */
+GS_EXPORT int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+{
+  (void) ac;
+  (void) av;
+  int status = 0;
+  if (spank_remote(sp) && spank_get_item(sp, S_TASK_EXIT_STATUS, &status) == ESPANK_SUCCESS)
+    spank_tenant_task_exit(status);
+  return 0;
+}
+
 GS_EXPORT int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
   (void) ac;
