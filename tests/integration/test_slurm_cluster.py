@@ -285,3 +285,73 @@ def test_a_step_of_another_user_is_a_tenant_that_user_owns_held_to_its_limit(clu
     assert json.loads(result)["allocated_bytes"] == 256 << 20, result
     wait_until(lambda: not any((state / "tenants").iterdir()), timeout=10,
                what="the user's tenant to go with its step")
+
+
+# ---- the node daemon: a step's tenant registers with it, as `gpuslice run`'s does ----
+
+GPUSLICE = BIN / "gpuslice"
+MIB = 1 << 20
+
+
+@pytest.fixture
+def node_daemon(cluster):
+    """A gpuslice daemon on a simulated GPU of its own; its env (socket, state dir, simulated
+    GPU, SLURM_CONF) is the job's, as srun and sbatch pass it on."""
+    from daemon_env import Daemon
+
+    root = cluster.dir / f"daemon-{time.monotonic_ns()}"
+    root.mkdir(mode=0o755)
+    d = Daemon(root, interval=0.2).start()
+    d.env["SLURM_CONF"] = cluster.env["SLURM_CONF"]
+    yield d
+    d.stop()
+
+
+def gpuslice(daemon, *args):
+    return subprocess.run([str(GPUSLICE), *[str(a) for a in args]], env=daemon.env, capture_output=True,
+                          text=True, timeout=30)
+
+
+def sbatch(daemon, *args):
+    p = subprocess.run(["sbatch", "--parsable", *[str(a) for a in args]], env=daemon.env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip().split(";")[0]
+
+
+def ended_tenant(daemon, jobid):
+    """(ended_at, exit_status, interval rows) of the job's tenant in the daemon's SQLite ledger,
+    found by its job label; None until the daemon has ended it."""
+    rows = daemon.sql("SELECT t.ended_at, t.exit_status, (SELECT count(*) FROM intervals i WHERE "
+                      "i.tenant_id = t.id) FROM tenants t JOIN tenant_labels l ON l.tenant_id = t.id "
+                      "WHERE l.key = 'job' AND l.value = ?", jobid)
+    return rows[0] if rows and rows[0][0] is not None else None
+
+
+def test_a_step_registers_with_the_node_daemon_which_holds_its_limits_and_records_its_usage(cluster, node_daemon):
+    d = node_daemon
+    go, out = d.root / "go", d.root / "job.out"
+    script = (f"{WORKLOAD} hold --bytes 128Mi & "
+              f"while [ ! -e {go} ]; do sleep 0.05; done; "
+              f"{WORKLOAD} alloc-until-oom --chunk 64Mi; kill $!; wait")
+    jobid = sbatch(d, "-A", "research", "--gpu-vram=1Gi", "-o", out, "--wrap", script)
+    tenant = f"slurm-{jobid}.batch"
+    t = wait_until(lambda: d.tenants().get(tenant), timeout=30, what=f"{tenant} in the daemon")
+    assert {k: t["labels"].get(k) for k in ("job", "step", "account")} == \
+        {"job": jobid, "step": "batch", "account": "research"}, t["labels"]
+    ps = gpuslice(d, "ps")
+    assert ps.returncode == 0 and tenant in ps.stdout and f"job={jobid}" in ps.stdout, ps.stdout + ps.stderr
+    assert (d.state / "limits" / tenant).is_file()
+    s = gpuslice(d, "set", tenant, "--vram", "512Mi")
+    assert s.returncode == 0, s.stderr
+    go.touch()
+    wait_until(lambda: cluster.completed_jobs().get(jobid), timeout=30, what=f"job {jobid} to end")
+    # Held to the daemon's new limit, with the 128 MiB the step already holds.
+    lines = [json.loads(line) for line in out.read_text().splitlines() if line.startswith("{")]
+    got = next((x for x in lines if x.get("mode") == "alloc-until-oom"), lines)
+    assert got["allocated_bytes"] == 384 * MIB and got["stopped_by"] == "CUDA_ERROR_OUT_OF_MEMORY", got
+    ended_at, exit_status, intervals = wait_until(lambda: ended_tenant(d, jobid), timeout=5,
+                                                  what="the tenant's end in the daemon's ledger")
+    assert tenant not in d.tenants() or d.tenants()[tenant]["state"] != "running"
+    assert exit_status == 0 and intervals > 0, (exit_status, intervals)
+    assert not (d.state / "tenants" / tenant).exists()
