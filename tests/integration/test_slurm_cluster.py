@@ -355,3 +355,50 @@ def test_a_step_registers_with_the_node_daemon_which_holds_its_limits_and_record
     assert tenant not in d.tenants() or d.tenants()[tenant]["state"] != "running"
     assert exit_status == 0 and intervals > 0, (exit_status, intervals)
     assert not (d.state / "tenants" / tenant).exists()
+
+
+# ---- ends: scancel and the time limit ----
+
+def held_until_signalled(mark):
+    """A batch script that holds GPU memory until Slurm signals it, and writes the time it was
+    signalled (SIGTERM, which Slurm sends first on scancel and on a time limit) to mark."""
+    return (f"trap 'date +%s.%N > {mark}; kill $p; wait $p; exit 143' TERM; "
+            f"{WORKLOAD} hold --bytes 128Mi & p=$!; wait $p")
+
+
+def check_released(cluster, d, jobid, mark, state):
+    """The job's tenant ended in the daemon within 1 s of Slurm's SIGTERM, with its exit status
+    and usage in the daemon's ledger, and sacct -c has the job in state."""
+    ended_at, exit_status, intervals = wait_until(lambda: ended_tenant(d, jobid), timeout=100,
+                                                  what=f"job {jobid}'s tenant to end")
+    released = ended_at - float(mark.read_text())
+    print(f"{state}: tenant released {released:.3f} s after Slurm's SIGTERM")
+    assert 0 <= released < 1.0, f"{state}: released {released:.3f} s after the signal"
+    assert exit_status == 143 and intervals > 0, (exit_status, intervals)
+    assert f"slurm-{jobid}.batch" not in d.tenants()
+    got = wait_until(lambda: cluster.completed_jobs().get(jobid), timeout=10, what=f"job {jobid} in sacct")
+    assert got[1].startswith(state), got
+
+
+def test_a_cancelled_job_releases_its_tenant_within_a_second_and_its_usage_is_recorded(cluster, node_daemon):
+    d = node_daemon
+    mark = d.root / "cancel.signalled"
+    jobid = sbatch(d, "--gpu-vram=1Gi", "-o", "/dev/null", "--wrap", held_until_signalled(mark))
+    wait_until(lambda: d.tenants().get(f"slurm-{jobid}.batch"), timeout=30, what="the job's tenant")
+    time.sleep(1)  # some usage to record
+    p = cluster.run("scancel", jobid)
+    assert p.returncode == 0, p.stderr
+    check_released(cluster, d, jobid, mark, "CANCELLED")
+
+
+@pytest.mark.skipif(not os.environ.get("GS_SLURM_SLOW_TESTS"),
+                    reason="takes 60 to 90 s: set GS_SLURM_SLOW_TESTS=1")
+def test_a_job_killed_by_its_time_limit_releases_its_tenant_within_a_second(cluster, node_daemon):
+    """--time=1 (one minute) is the smallest limit Slurm 22.05 takes (it rounds seconds up to
+    minutes), and slurmctld checks limits every 30 s: the job ends 60 to 90 s after it starts,
+    too long for every run of the suite."""
+    d = node_daemon
+    mark = d.root / "timeout.signalled"
+    jobid = sbatch(d, "--time=1", "--gpu-vram=1Gi", "-o", "/dev/null", "--wrap", held_until_signalled(mark))
+    wait_until(lambda: d.tenants().get(f"slurm-{jobid}.batch"), timeout=30, what="the job's tenant")
+    check_released(cluster, d, jobid, mark, "TIMEOUT")
