@@ -19,7 +19,12 @@ struct spank_job_opts {
 
 extern struct spank_job_opts spank_job_opts;
 
-/* Remote context: creates the step's tenant from spank_job_opts and points the tasks'
+/* Remote context: whether the step becomes a tenant: it was given a gpuslice option, or shards
+ * (--gres=shard:N) while plugstack.conf says how many each GPU has (shards_per_gpu=N). Where
+ * the job gave no --gpu-vram or --gpu-compute, its shards' fraction of the GPU stands in.
+ * Call once, before spank_tenant_create. */
+int spank_tenant_wanted(spank_t sp, int ac, char **av);
+/* Remote context: creates the step's tenant from what spank_tenant_wanted settled and points the tasks'
  * environment at it. argv is the plugin's arguments in plugstack.conf. 0, or -1 after one
  * slurm_error line. */
 int spank_tenant_create(spank_t sp, int ac, char **av);

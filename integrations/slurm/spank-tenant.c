@@ -41,6 +41,8 @@
 #define REAP_PERIOD_NS 200000000L
 
 static struct {
+  struct spank_job_opts opts; /* the job's options, with its shards' fraction where it gave none */
+  uint32_t shards;            /* the step's shards on this node, 0 for none */
   struct gs_ledger *ledger;
   char name[GS_LEDGER_NAME_MAX];
   char dir[PATH_MAX];
@@ -75,6 +77,57 @@ static void job_env(spank_t sp, const char *name, char *buf, int n)
     buf[0] = '\0';
 }
 
+/* shards_per_gpu=N from plugstack.conf: how many shards gres.conf gives each GPU. 0: not
+ * given, or not a whole number in 1..1000000. */
+static uint32_t shards_per_gpu(int ac, char **av)
+{
+  for (int i = 0; i < ac; i++)
+    if (strncmp(av[i], "shards_per_gpu=", 15) == 0) {
+      char *end = NULL;
+      unsigned long n = strtoul(av[i] + 15, &end, 10);
+      return *end || n < 1 || n > 1000000 ? 0 : (uint32_t) n;
+    }
+  return 0;
+}
+
+/* The shards the step was given on this node. Slurm 22.05 says only how many
+ * (SLURM_SHARDS_ON_NODE), and on which GPUs (SLURM_STEP_GPUS, SLURM_JOB_GPUS), not how many
+ * each GPU has: that is shards_per_gpu's. */
+static uint32_t step_shards(spank_t sp)
+{
+  char buf[32], *end = NULL;
+  if (spank_getenv(sp, "SLURM_SHARDS_ON_NODE", buf, sizeof(buf)) != ESPANK_SUCCESS)
+    return 0;
+  unsigned long n = strtoul(buf, &end, 10);
+  return *end || n > 1000000 ? 0 : (uint32_t) n;
+}
+
+int spank_tenant_wanted(spank_t sp, int ac, char **av)
+{
+  uint32_t per_gpu = shards_per_gpu(ac, av);
+  tenant.opts = spank_job_opts;
+  tenant.shards = step_shards(sp);
+  if (tenant.shards && !per_gpu)
+    slurm_info("gpuslice: the step has %u shards, but plugstack.conf gives the plugin no "
+               "shards_per_gpu=N: they give it no share of the GPU",
+               tenant.shards);
+  if (!tenant.shards || !per_gpu)
+    return tenant.opts.given;
+  /* N shards of a GPU's per_gpu are that fraction of its memory and of its time, where the
+   * job gave no explicit fraction. */
+  uint64_t ppm = (uint64_t) tenant.shards * 1000000u / per_gpu;
+  ppm = ppm > 1000000u ? 1000000u : ppm ? ppm : 1;
+  if (!tenant.opts.vram_set) {
+    tenant.opts.vram_set = true;
+    tenant.opts.vram_ppm = ppm;
+    tenant.opts.vram_bytes = 0;
+  }
+  if (!tenant.opts.compute_ppm)
+    tenant.opts.compute_ppm = (uint32_t) ppm;
+  tenant.opts.given = true;
+  return 1;
+}
+
 static int add_label(char *labels, size_t n, const char *key, const char *value)
 {
   size_t used = strlen(labels);
@@ -102,12 +155,15 @@ static int make_labels(spank_t sp, uint32_t job, const char *step, char *labels,
   if (add_label(labels, n, "account", buf) < 0)
     return -1;
   job_env(sp, "SLURM_JOB_PARTITION", buf, sizeof(buf));
-  return add_label(labels, n, "partition", buf);
+  if (add_label(labels, n, "partition", buf) < 0)
+    return -1;
+  snprintf(buf, sizeof(buf), "%u", tenant.shards);
+  return add_label(labels, n, "shards", tenant.shards ? buf : "");
 }
 
 static void fill_spec(struct gs_ledger_spec *spec, const char *labels)
 {
-  const struct spank_job_opts *o = &spank_job_opts;
+  const struct spank_job_opts *o = &tenant.opts;
   memset(spec, 0, sizeof(*spec));
   spec->name = tenant.name;
   spec->labels = labels;
@@ -201,7 +257,7 @@ static void find_socket(spank_t sp, int ac, char **av)
  * `gpuslice run`. The tasks then read the daemon's limits file, found beside its socket. */
 static int register_tenant(spank_t sp, const char *labels, gs_error_t *err)
 {
-  const struct spank_job_opts *o = &spank_job_opts;
+  const struct spank_job_opts *o = &tenant.opts;
   char dir[PATH_MAX];
   struct gs_daemon_reg reg = {
     .name = tenant.name,

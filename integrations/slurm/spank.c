@@ -111,7 +111,7 @@ GS_EXPORT int slurm_spank_init(spank_t sp, int ac, char **av)
 /* Called in slurmstepd with the user's privileges, once per step, before the tasks start. */
 GS_EXPORT int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
-  if (!spank_remote(sp) || !spank_job_opts.given)
+  if (!spank_remote(sp) || !spank_tenant_wanted(sp, ac, av))
     return 0;
   return spank_tenant_create(sp, ac, av);
 }

@@ -29,8 +29,11 @@ class Cluster:
     def __init__(self, directory):
         self.dir = directory
         self.env = dict(os.environ)
+        # One GPU of 4 shards (test_four_jobs_of_one_shard_...), and CPUs for more jobs at once
+        # than the machine has cores.
         self.env.update(GS_SLURM_DIR=str(directory), GS_SLURM_CTLD_PORT=str(free_port()),
-                        GS_SLURMD_PORT=str(free_port()), GS_SLURM_PLUGIN=str(PLUGIN))
+                        GS_SLURMD_PORT=str(free_port()), GS_SLURM_PLUGIN=str(PLUGIN),
+                        GS_SLURM_GPUS="1", GS_SLURM_SHARDS="4", GS_SLURM_CPUS="8")
 
     def up(self):
         p = subprocess.run(["bash", str(CLUSTER), "up"], env=self.env, capture_output=True,
@@ -97,7 +100,8 @@ def wait_until(pred, timeout=30, what="condition"):
 
 
 @pytest.mark.parametrize("var,value", [("GS_SLURM_GPUS", "abc"), ("GS_SLURM_CTLD_PORT", "68x7"),
-                                       ("GS_SLURMD_PORT", "-1"), ("GS_SLURM_DIR", "relative/dir")])
+                                       ("GS_SLURMD_PORT", "-1"), ("GS_SLURM_DIR", "relative/dir"),
+                                       ("GS_SLURM_CPUS", "0"), ("GS_SLURM_SHARDS", "0")])
 def test_cluster_sh_refuses_a_bad_setting_with_one_line_naming_it(tmp_path, var, value):
     env = dict(os.environ, GS_SLURM_DIR=str(tmp_path / "c"))
     env[var] = value
@@ -312,9 +316,9 @@ def gpuslice(daemon, *args):
                           text=True, timeout=30)
 
 
-def sbatch(daemon, *args):
-    p = subprocess.run(["sbatch", "--parsable", *[str(a) for a in args]], env=daemon.env, capture_output=True,
-                       text=True, timeout=60)
+def sbatch(daemon, *args, env=None):
+    p = subprocess.run(["sbatch", "--parsable", *[str(a) for a in args]], env=env or daemon.env,
+                       capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     return p.stdout.strip().split(";")[0]
 
@@ -402,3 +406,38 @@ def test_a_job_killed_by_its_time_limit_releases_its_tenant_within_a_second(clus
     jobid = sbatch(d, "--time=1", "--gpu-vram=1Gi", "-o", "/dev/null", "--wrap", held_until_signalled(mark))
     wait_until(lambda: d.tenants().get(f"slurm-{jobid}.batch"), timeout=30, what="the job's tenant")
     check_released(cluster, d, jobid, mark, "TIMEOUT")
+
+
+# ---- shards: --gres=shard:N is N / (shards per GPU) of the GPU ----
+
+def test_four_jobs_of_one_shard_each_get_a_quarter_of_the_gpu_and_a_fifth_waits(cluster, sim):
+    """The cluster's one GPU has 4 shards (plugstack.conf: shards_per_gpu=4). Each job holds
+    its shard until the test lets it go, so Slurm runs four and queues the fifth."""
+    env, base = sim
+    go = base / "go"
+    info = subprocess.run([str(WORKLOAD), "info"], env=env, capture_output=True, text=True, timeout=30)
+    total = json.loads(info.stdout)["devices"][0]["total_bytes"]
+    script = (f"{WORKLOAD} alloc-until-oom --chunk 64Mi; "
+              f"cp $GPUSLICE_STATE_DIR/tenants/$GPUSLICE_TENANT {base}/ledger-$SLURM_JOB_ID; "
+              f"while [ ! -e {go} ]; do sleep 0.1; done")
+    outs = [base / f"shard-{i}.out" for i in range(5)]
+    jobs = [sbatch(None, "--gres=shard:1", "-o", out, "--wrap", script, env=env) for out in outs]
+
+    def results():
+        return [json.loads(o.read_text().splitlines()[-1]) if o.exists() and o.read_text().strip() else None
+                for o in outs]
+
+    wait_until(lambda: sum(r is not None for r in results()) == 4, timeout=60, what="four jobs to run")
+    time.sleep(1)
+    q = cluster.run("squeue", "-h", "-o", "%i %T %r")
+    states = dict((line.split()[0], line.split()[1:]) for line in q.stdout.splitlines())
+    waiting = [j for j in jobs if states.get(j, [""])[0] == "PENDING"]
+    assert len(waiting) == 1 and states[waiting[0]][1] == "Resources", q.stdout
+    assert results()[jobs.index(waiting[0])] is None
+    go.touch()
+    wait_until(lambda: all(r is not None for r in results()), timeout=60, what="the fifth job to run")
+    for jobid, r in zip(jobs, results()):
+        # A quarter of the memory, to the 64 MiB chunk; and a quarter of the time.
+        assert total // 4 - 64 * MIB < r["allocated_bytes"] <= total // 4, (jobid, r, total)
+        name, labels, ppm, policy, priority = read_ledger(base / f"ledger-{jobid}")
+        assert ppm == 250000 and labels["shards"] == "1", (jobid, ppm, labels)

@@ -16,7 +16,11 @@
 #                     reachable by the munge user, so not under a 0700 directory
 #   GS_SLURM_PLUGIN   the SPANK plugin to put in plugstack.conf (default build/lib/gpuslice_spank.so
 #                     under the repository, when it exists; "none" for no plugin)
-#   GS_SLURM_GPUS     fake GPUs on the node (default 2); GS_SLURM_SHARDS shards per GPU (default 4)
+#   GS_SLURM_GPUS     fake GPUs on the node (default 2); GS_SLURM_SHARDS shards per GPU (default 4),
+#                     which plugstack.conf also tells the plugin (shards_per_gpu=N)
+#   GS_SLURM_CPUS     the CPUs slurm.conf gives the node (default nproc; more than the machine
+#                     has is allowed, SlurmdParameters=config_overrides), so that more jobs than
+#                     cores can run at once
 #   GS_SLURM_CTLD_PORT, GS_SLURMD_PORT   the daemons' ports (default 6817, 6818)
 #   GS_SLURM_TIMEOUT  seconds to wait for the node to come up (default 60)
 #
@@ -28,6 +32,7 @@ REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
 DIR="${GS_SLURM_DIR:-/tmp/gpuslice-slurm}"
 GPUS="${GS_SLURM_GPUS:-2}"
 SHARDS="${GS_SLURM_SHARDS:-4}"
+CPUS="${GS_SLURM_CPUS:-$(nproc)}"
 CTLD_PORT="${GS_SLURM_CTLD_PORT:-6817}"
 SLURMD_PORT="${GS_SLURMD_PORT:-6818}"
 TIMEOUT="${GS_SLURM_TIMEOUT:-60}"
@@ -52,6 +57,9 @@ check_settings() {
   [ "$DIR" != / ] || die "GS_SLURM_DIR: '/' is not a directory this script may remove"
   whole GS_SLURM_GPUS "$GPUS"
   whole GS_SLURM_SHARDS "$SHARDS"
+  whole GS_SLURM_CPUS "$CPUS"
+  [ "$SHARDS" -ge 1 ] || die "GS_SLURM_SHARDS: '$SHARDS' is not at least 1"
+  [ "$CPUS" -ge 1 ] || die "GS_SLURM_CPUS: '$CPUS' is not at least 1"
   whole GS_SLURM_CTLD_PORT "$CTLD_PORT"
   whole GS_SLURMD_PORT "$SLURMD_PORT"
   whole GS_SLURM_TIMEOUT "$TIMEOUT"
@@ -121,7 +129,7 @@ write_gres() {
 
 write_plugstack() {
   if [ "$PLUGIN" != none ] && [ -e "$PLUGIN" ]; then
-    echo "required $PLUGIN" >"$DIR/plugstack.conf"
+    echo "required $PLUGIN shards_per_gpu=$SHARDS" >"$DIR/plugstack.conf"
   else
     [ "$PLUGIN" = none ] || say "no SPANK plugin at $PLUGIN: plugstack.conf is empty"
     : >"$DIR/plugstack.conf"
@@ -129,8 +137,7 @@ write_plugstack() {
 }
 
 write_slurm_conf() {
-  local cpus mem
-  cpus="$(nproc)"
+  local mem
   mem="$(awk '/^MemTotal:/ { print int($2 / 1024 / 2) }' /proc/meminfo)"
   install -d -m 0755 "$DIR/ctld" "$DIR/slurmd" "$DIR/log"
   cat >"$DIR/slurm.conf" <<EOF
@@ -160,6 +167,7 @@ JobCompType=jobcomp/filetxt
 JobCompLoc=$DIR/log/jobcomp.log
 MpiDefault=none
 SwitchType=switch/none
+SlurmdParameters=config_overrides
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
@@ -168,7 +176,7 @@ GresTypes=gpu,shard
 PlugStackConfig=$DIR/plugstack.conf
 MinJobAge=2
 KillWait=5
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem Gres=gpu:$GPUS,shard:$((GPUS * SHARDS)) State=UNKNOWN
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$mem Gres=gpu:$GPUS,shard:$((GPUS * SHARDS)) State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
   # slurmd reads gres.conf and cgroup.conf beside slurm.conf. No plugin here uses cgroups
