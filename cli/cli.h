@@ -24,6 +24,7 @@ int cli_set(int argc, char **argv);
 int cli_mig(int argc, char **argv);
 int cli_savings(int argc, char **argv);
 int cli_prices(int argc, char **argv);
+int cli_slurm(int argc, char **argv);
 
 /* Prints "gpuslice: <verb>: <message>" (without "<verb>: " when verb is NULL) on stderr
  * and returns CLI_USAGE. */
@@ -44,7 +45,7 @@ int cli_parse_options(const struct gs_opt_table *t, void *dst, int argc, char **
 /* Each verb's option table (in the verb's file; daemon's in daemon/config.c) and gpuslice's own. */
 extern const struct gs_opt_table cli_main_table, cli_run_table, cli_demo_table, cli_pack_table,
   cli_plan_table, cli_ps_table, cli_gpus_table, cli_top_table, cli_usage_table, cli_set_table,
-  cli_mig_table, cli_savings_table, cli_prices_table;
+  cli_mig_table, cli_savings_table, cli_prices_table, cli_slurm_table;
 
 /* A verb: its table (which names it and gives its one-line summary) and its function. */
 struct cli_verb {

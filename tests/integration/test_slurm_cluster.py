@@ -441,3 +441,41 @@ def test_four_jobs_of_one_shard_each_get_a_quarter_of_the_gpu_and_a_fifth_waits(
         assert total // 4 - 64 * MIB < r["allocated_bytes"] <= total // 4, (jobid, r, total)
         name, labels, ppm, policy, priority = read_ledger(base / f"ledger-{jobid}")
         assert ppm == 250000 and labels["shards"] == "1", (jobid, ppm, labels)
+
+
+# ---- gpuslice slurm gres ----
+
+def slurm_gres(env, *args):
+    return subprocess.run([str(GPUSLICE), "slurm", "gres", *[str(a) for a in args]], env=env, capture_output=True,
+                          text=True, timeout=30)
+
+
+def test_gpuslice_slurm_gres_prints_what_cluster_sh_writes(cluster, sim):
+    """The cluster's one GPU of 4 shards: what the verb prints for one simulated GPU is what
+    cluster.sh put in gres.conf, slurm.conf and plugstack.conf, and the cluster runs on it."""
+    env, _ = sim
+    node = socket.gethostname().split(".")[0]
+    p = slurm_gres(env, "--shards", "4", "--dev-dir", cluster.dir / "dev", "--plugin", PLUGIN)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    lines = [line for line in p.stdout.splitlines() if not line.startswith("#")]
+    gres = [line for line in (cluster.dir / "gres.conf").read_text().splitlines()
+            if line.startswith("NodeName=")]
+    assert [line for line in lines if " Name=" in line] == gres, (lines, gres)
+    conf = (cluster.dir / "slurm.conf").read_text().splitlines()
+    assert "GresTypes=gpu,shard" in lines and "GresTypes=gpu,shard" in conf
+    node_line = next(line for line in conf if line.startswith(f"NodeName={node} "))
+    assert f"NodeName={node} Gres=gpu:1,shard:4" in lines and " Gres=gpu:1,shard:4 " in node_line
+    plugstack = (cluster.dir / "plugstack.conf").read_text().splitlines()
+    assert lines[-1] in plugstack, (lines[-1], plugstack)
+
+
+@pytest.mark.parametrize("args,why", [
+    (["--shards", "-1"], "--shards '-1': want a whole number of shards per GPU, 0..1000"),
+    (["--shards", "4x"], "--shards '4x': want a whole number of shards per GPU, 0..1000"),
+    (["--node", "a b"], "--node: 'a b' is not a node name"),
+    (["--dev-dir", "dev"], "--dev-dir: 'dev' is not an absolute path without spaces"),
+])
+def test_gpuslice_slurm_gres_refuses_a_bad_value_with_one_line_and_exit_2(tmp_path, args, why):
+    p = slurm_gres(make_sim_env(tmp_path), *args)
+    assert p.returncode == 2 and p.stdout == "", p
+    assert p.stderr == f"gpuslice: slurm: {why}\n", p.stderr

@@ -113,16 +113,18 @@ write_munge_key() {
   chmod 0400 "$DIR/munge/munge.key"
 }
 
+# The gres.conf lines are the ones `gpuslice slurm gres --dev-dir $DIR/dev` prints for as many
+# GPUs (test_gpuslice_slurm_gres_prints_what_cluster_sh_writes checks that they agree).
 write_gres() {
   local i last=$((GPUS - 1))
   install -d -m 0755 "$DIR/dev"
-  for i in $(seq 0 "$last"); do
-    mknod -m 0666 "$DIR/dev/nvidia$i" c 195 "$i"
-  done
   {
     echo "# Fake GPUs: device files made by cluster.sh (char 195,N), nothing behind them."
     echo "AutoDetect=off"
-    echo "NodeName=$NODE Name=gpu File=$DIR/dev/nvidia[0-$last]"
+    for i in $(seq 0 "$last"); do
+      mknod -m 0666 "$DIR/dev/nvidia$i" c 195 "$i"
+      echo "NodeName=$NODE Name=gpu File=$DIR/dev/nvidia$i"
+    done
     echo "NodeName=$NODE Name=shard Count=$((GPUS * SHARDS))"
   } >"$DIR/gres.conf"
 }
