@@ -479,3 +479,31 @@ def test_gpuslice_slurm_gres_refuses_a_bad_value_with_one_line_and_exit_2(tmp_pa
     p = slurm_gres(make_sim_env(tmp_path), *args)
     assert p.returncode == 2 and p.stdout == "", p
     assert p.stderr == f"gpuslice: slurm: {why}\n", p.stderr
+
+
+# ---- compute: --gpu-compute shares of one GPU between concurrent jobs ----
+
+def test_two_busy_jobs_with_gpu_compute_70_and_30_get_70_and_30_percent_of_the_gpu(cluster, sim):
+    """As test_compute_share.py measures shares (compute_util.py): both jobs' workloads start at
+    one CLOCK_MONOTONIC instant, a few seconds after submission, and report their own kernels'
+    device time inside one common 10 s window after a 1 s warm-up; exact on the simulated GPU."""
+    env, base = sim
+    window, warmup = 10.0, 1.0
+    start = time.monotonic_ns() + int(5e9)
+    win_start = start + int(warmup * 1e9)
+    win_end = win_start + int(window * 1e9)
+    busy = (f"{WORKLOAD} busy --kernel-us 1000 --seconds {warmup + window:.3f} --start-at-ns {start} "
+            f"--window-start-ns {win_start} --window-end-ns {win_end}")
+    targets = [70, 30]
+    outs = [base / f"compute-{t}.out" for t in targets]
+    jobs = [sbatch(None, f"--gpu-compute={t}", "-o", out, "--wrap", busy, env=env) for t, out in zip(targets, outs)]
+    for jobid in jobs:
+        wait_until(lambda: cluster.completed_jobs().get(jobid), timeout=60, what=f"job {jobid} to end")
+    shares = []
+    for out in outs:
+        line = next(json.loads(x) for x in out.read_text().splitlines() if x.startswith('{"mode":"busy"'))
+        assert line["start_ns"] <= win_start, "a job started after the window opened"
+        shares.append(100.0 * line["window_kernel_seconds"] / window)
+    print(f"\n[slurm compute] 70->{shares[0]:.2f} 30->{shares[1]:.2f}")
+    for target, got in zip(targets, shares):
+        assert abs(got - target) <= 3.0, (targets, shares)
