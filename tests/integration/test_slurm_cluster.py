@@ -507,3 +507,44 @@ def test_two_busy_jobs_with_gpu_compute_70_and_30_get_70_and_30_percent_of_the_g
     print(f"\n[slurm compute] 70->{shares[0]:.2f} 30->{shares[1]:.2f}")
     for target, got in zip(targets, shares):
         assert abs(got - target) <= 3.0, (targets, shares)
+
+
+# ---- accounting: sacct and the daemon's usage ledger ----
+
+def usage_rows(daemon, by):
+    p = gpuslice(daemon, "usage", "--by", by, "--json")
+    assert p.returncode == 0, p.stderr
+    return {r["key"]: r for r in json.loads(p.stdout)["rows"]}
+
+
+def test_sacct_and_gpuslice_usage_agree_on_the_jobs_and_their_gpu_seconds(cluster, node_daemon):
+    """Three busy jobs of two accounts, at duties that add up to less than the GPU: sacct -c and
+    `gpuslice usage --by label:account` / `label:job` name the same jobs and accounts, and each
+    job's GPU-seconds in the daemon's ledger are its workload's kernel time within 5%."""
+    d = node_daemon
+    specs = [("alpha", 0.3), ("alpha", 0.2), ("beta", 0.3)]
+    outs, jobs = [], []
+    for i, (account, duty) in enumerate(specs):
+        out = d.root / f"acct-{i}.out"
+        outs.append(out)
+        jobs.append(sbatch(d, "-A", account, "--gpu-vram=4Gi", "-o", out, "--wrap",
+                           f"{WORKLOAD} busy --kernel-us 2000 --seconds 4 --duty {duty}"))
+    for jobid in jobs:
+        wait_until(lambda: ended_tenant(d, jobid), timeout=60, what=f"job {jobid}'s tenant to end")
+    p = cluster.run("sacct", "-c", "-n", "-P", "-o", "jobid,account,state")
+    assert p.returncode == 0, p.stderr
+    sacct = {line.split("|")[0]: line.split("|")[1] for line in p.stdout.splitlines()
+             if line.split("|")[0] in jobs}
+    assert sacct == {j: a for j, (a, _) in zip(jobs, specs)}, p.stdout
+    by_account = usage_rows(d, "label:account")
+    assert {k: r["tenants"] for k, r in by_account.items()} == {"alpha": 2, "beta": 1}, by_account
+    by_job = usage_rows(d, "label:job")
+    assert set(by_job) == set(sacct), (by_job.keys(), sacct)
+    for jobid, out in zip(jobs, outs):
+        line = next(json.loads(x) for x in out.read_text().splitlines() if x.startswith('{"mode":"busy"'))
+        busy = line["requested_kernel_seconds"]
+        got = by_job[jobid]["gpu_seconds"]
+        print(f"job {jobid}: ledger {got:.3f} GPU-s, workload {busy:.3f} s ({100 * (got / busy - 1):+.2f}%)")
+        assert abs(got - busy) <= 0.05 * busy, (jobid, got, busy)
+    assert abs(by_account["alpha"]["gpu_seconds"] - by_job[jobs[0]]["gpu_seconds"]
+               - by_job[jobs[1]]["gpu_seconds"]) < 1e-6
