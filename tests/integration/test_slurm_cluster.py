@@ -1,7 +1,9 @@
 """The Slurm integration against a real one-node Slurm 22.05 cluster (issue #14): the
 module's fixture starts it with integrations/slurm/hack/cluster.sh up (its own munged,
 slurmctld and slurmd on loopback, the SPANK plugin from this build in plugstack.conf) and
-stops it with cluster.sh down. Needs root, as slurmd does."""
+stops it with cluster.sh down: one fake GPU of 4 shards, 8 CPUs. Tests that need the
+node daemon start one of their own (node_daemon), whose socket the jobs' environment names.
+Needs root, as slurmd does. GS_SLURM_SLOW_TESTS=1 adds the time-limit test (60 to 90 s)."""
 import json
 import os
 import pathlib
