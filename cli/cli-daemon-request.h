@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "cli-daemon-client.h"
+#include <gpuslice/daemon-client.h>
 #include <gpuslice/opt.h>
 #include "cli-table.h"
 

@@ -14,7 +14,7 @@
 
 #include <gpuslice/daemon-register.h>
 
-#include "cli-daemon-client.h"
+#include <gpuslice/daemon-client.h>
 
 #define REGISTER_TIMEOUT_MS 5000L
 

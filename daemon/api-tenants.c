@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenant-json.h"
+#include <gpuslice/tenant-json.h>
 
 /* The tenant-wide figures: the limit of the first GPU that has one. */
 static json_t *limits_json(const struct gs_limits *lim)

@@ -5,10 +5,9 @@
  * limits file and from then on holds the limits. The end is DELETE /v1/tenants/<name> with the
  * exit status.
  *
- * One request per call over a fresh connection to the daemon's Unix socket, HTTP/1.1 with
- * "Connection: close", written and read here with libc alone: the Slurm plugin lives in
- * slurmstepd, where neither libcurl nor jansson is wanted. The body is the one the daemon reads
- * with daemon/tenant-json.c (tests/unit/test_daemon_tenant_json.c reads this one back). */
+ * One request per call, through the daemon client (gpuslice/daemon-client.h: libcurl over the
+ * daemon's Unix socket), with the body gpuslice/tenant-json.h builds and the daemon reads.
+ * Part of gpuslice_client (client/), which the CLI, the daemon and the Slurm plugin link. */
 #ifndef GS_DAEMON_REGISTER_H
 #define GS_DAEMON_REGISTER_H
 
@@ -17,8 +16,8 @@
 #include <gpuslice/error.h>
 
 /* What gs_daemon_register returns when nothing usable answers at the socket (none there, a
- * refused or timed-out connection, an unsafe socket directory, a reply that is not HTTP): the
- * tenant then runs alone, held by its own ledger. *err says why. */
+ * refused or timed-out connection, an unsafe socket directory, a reply that is not the API's):
+ * the tenant then runs alone, held by its own ledger. *err says why. */
 #define GS_DAEMON_ABSENT 1
 
 struct gs_daemon_reg {
@@ -32,9 +31,6 @@ struct gs_daemon_reg {
   uint32_t compute_ppm;  /* millionths of each GPU's time; 0: none */
   uint32_t compute_policy, priority; /* enum gs_compute_policy, enum gs_priority */
 };
-
-/* The registration's JSON body, malloc'd (NULL without memory). */
-char *gs_daemon_reg_body(const struct gs_daemon_reg *reg);
 
 /* Registers reg with the daemon at socket, giving up after timeout_ms. Returns 0 when it is
  * registered, GS_DAEMON_ABSENT when no daemon answered, or -1 when the daemon refused it

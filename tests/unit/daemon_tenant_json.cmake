@@ -1,1 +1,1 @@
-gs_unit_test(test_daemon_tenant_json SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_daemon_tenant_json.c LIBS gpuslice_daemon)
+gs_unit_test(test_daemon_tenant_json SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_daemon_tenant_json.c LIBS gpuslice_client gpuslice_core)

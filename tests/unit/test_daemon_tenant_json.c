@@ -7,11 +7,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include <stdlib.h>
-
-#include <gpuslice/daemon-register.h>
 #include <gpuslice/limits.h>
-#include "tenant-json.h"
+#include <gpuslice/tenant-json.h>
 
 static void test_a_registration_reads_back_as_it_was_built(void **state)
 {
@@ -45,44 +42,6 @@ static void test_a_registration_reads_back_as_it_was_built(void **state)
   assert_true(out.vram_given && out.compute_given[0] && out.compute_given[1] &&
               out.compute_given[2]);
   json_decref(body);
-}
-
-/* The body the library's client sends (lib/daemon-register.c, for `gpuslice run` and the Slurm
- * plugin) is built without jansson: the daemon's reader takes it, escapes and all. */
-static void test_the_library_s_registration_body_reads_back_as_it_was_built(void **state)
-{
-  struct gs_daemon_reg in = {
-    .name = "slurm-7.0",
-    .pid = 99,
-    .state_dir = "/tmp/a \"dir\"",
-    .labels = "job=7\nnote=tab\there\n",
-    .gpu = -1,
-    .vram_bytes = GS_LIMIT_NONE,
-    .vram_ppm = 250000,
-    .compute_ppm = 125000,
-    .compute_policy = GS_COMPUTE_CAP,
-    .priority = GS_PRIO_LOW,
-  };
-  struct tenant_json_reg out;
-  char labels[GS_LEDGER_LABELS_MAX];
-  gs_error_t err = NULL;
-  (void) state;
-  char *text = gs_daemon_reg_body(&in);
-  json_t *body = json_loads(text, 0, NULL);
-  assert_non_null(body);
-  assert_int_equal(tenant_json_read_reg(body, &out, labels, sizeof(labels), &err), 0);
-  assert_string_equal(out.name, "slurm-7.0");
-  assert_int_equal(out.pid, 99);
-  assert_string_equal(out.state_dir, "/tmp/a \"dir\"");
-  assert_string_equal(out.labels, "job=7\nnote=tab\there\n");
-  assert_int_equal(out.gpu, -1);
-  assert_true(out.lim.vram_bytes == GS_LIMIT_NONE);
-  assert_int_equal(out.lim.vram_ppm, 250000);
-  assert_int_equal(out.lim.compute_ppm, 125000);
-  assert_int_equal(out.lim.policy, GS_COMPUTE_CAP);
-  assert_int_equal(out.lim.priority, GS_PRIO_LOW);
-  json_decref(body);
-  free(text);
 }
 
 static void test_unset_fields_are_null_and_read_back_unset(void **state)
@@ -188,7 +147,6 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_a_registration_reads_back_as_it_was_built),
-    cmocka_unit_test(test_the_library_s_registration_body_reads_back_as_it_was_built),
     cmocka_unit_test(test_unset_fields_are_null_and_read_back_unset),
     cmocka_unit_test(test_a_percentage_of_vram_wins_over_bytes),
     cmocka_unit_test(test_the_limits_have_the_five_documented_keys),

@@ -1,6 +1,7 @@
-/* The CLI's client for the node daemon's HTTP API: JSON over the daemon's Unix socket, through
+/* The client for the node daemon's HTTP API: JSON over the daemon's Unix socket, through
  * libcurl (CURLOPT_UNIX_SOCKET_PATH). The verbs that talk to the daemon (ps, gpus, top, usage,
- * set) and run's registration share it. docs/cli.md and the daemon's API describe the routes.
+ * set) and the registration of tenants (gpuslice/daemon-register.h: `gpuslice run`, the Slurm
+ * plugin) share it; part of gpuslice_client (client/). docs/daemon.md describes the routes.
  *
  * One client holds one curl handle and reuses its connection; it is not thread-safe. */
 #ifndef GS_DAEMON_CLIENT_H

@@ -1,12 +1,11 @@
 /* The tenant's JSON: the contract between the tenants' makers and the daemon. The
- * registration (POST /v1/tenants, docs/daemon.md) is read by the daemon (api-tenants.c); the
- * clients that send it (`gpuslice run`, the Slurm plugin) build it with
- * lib/daemon-register.c, without jansson, and tenant_json_reg here builds the same body for
- * the tests (test_daemon_tenant_json.c reads both back). Its labels and its five limit keys have the same shape in the tenant the daemon sends back ("labels" and
- * "limits" of T), which the daemon builds with the same functions.
+ * registration (POST /v1/tenants, docs/daemon.md) is built here for the clients that send it
+ * (`gpuslice run`, the Slurm plugin: gpuslice/daemon-register.h) and read here by the daemon
+ * (api-tenants.c). Its labels and its five limit keys have the same shape in the tenant the
+ * daemon sends back ("labels" and "limits" of T), which the daemon builds with the same
+ * functions.
  *
- * Public to the CLI (which links gpuslice_daemon): jansson and lib/ only, nothing of the
- * daemon's state, so that including it drags in nothing else of daemon/. */
+ * Part of gpuslice_client (client/): jansson and lib/ only, nothing of the daemon's state. */
 #ifndef GS_DAEMON_TENANT_JSON_H
 #define GS_DAEMON_TENANT_JSON_H
 

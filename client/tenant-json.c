@@ -2,7 +2,7 @@
  * registration, its labels and limits, and reading a registration with a one-line error
  * naming the first bad field. What the daemon does with a registration is api-tenants.c's
  * and registry.c's; nothing here knows the registry. */
-#include "tenant-json.h"
+#include <gpuslice/tenant-json.h>
 
 #include <math.h>
 #include <stdio.h>

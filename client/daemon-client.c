@@ -3,7 +3,7 @@
  * (nothing to talk to) from "the daemon said no" (a 4xx/5xx with a JSON error), because run
  * carries on alone in the first case and the verbs report the daemon's reason in the second.
  * No verb logic lives here. */
-#include "cli-daemon-client.h"
+#include <gpuslice/daemon-client.h>
 
 #include <curl/curl.h>
 #include <errno.h>
