@@ -5,7 +5,8 @@
  * Everything here is checked before anything starts: a bad value is a usage error, exit 2. */
 #include "run-tenant.h"
 
-#include <ctype.h>
+#include <gpuslice/limits.h>
+
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,10 +65,7 @@ int run_tenant_add_label(void *tenant, const char *arg, gs_error_t *err)
 {
   struct run_tenant *t = tenant;
   const char *eq = strchr(arg, '=');
-  bool ok = eq && eq > arg && !isdigit((unsigned char) arg[0]) && !strchr(arg, '\n');
-  for (const char *p = arg; ok && p < eq; p++)
-    ok = isalnum((unsigned char) *p) || *p == '_';
-  if (!ok)
+  if (!eq || !gs_label_key_valid(arg, (size_t) (eq - arg)) || strchr(arg, '\n'))
     return gs_make_error(err, 0, "--label: '%s' is not KEY=VALUE with KEY of A-Z a-z 0-9 _", arg);
   if (!gs_utf8_valid(eq + 1))
     return gs_make_error(err, 0, "--label: the value of '%.*s' is not valid UTF-8",

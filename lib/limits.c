@@ -433,6 +433,18 @@ int gs_priority_from_name(const char *s, uint32_t *priority, gs_error_t *err)
   return 0;
 }
 
+bool gs_label_key_valid(const char *key, size_t len)
+{
+  if (len == 0 || (key[0] >= '0' && key[0] <= '9'))
+    return false;
+  for (size_t i = 0; i < len; i++) {
+    char c = key[i];
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+      return false;
+  }
+  return true;
+}
+
 void gs_labels_foreach(const char *labels,
                        void (*fn)(const char *key, const char *value, void *data), void *data)
 {

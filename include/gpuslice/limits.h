@@ -180,6 +180,9 @@ int gs_compute_policy_from_name(const char *s, uint32_t *policy, gs_error_t *err
 /* "high", "normal" or "low": enum gs_priority. */
 int gs_priority_from_name(const char *s, uint32_t *priority, gs_error_t *err);
 
+/* True when the len bytes at key are a label's key: A-Z a-z 0-9 _, not starting with a digit. */
+bool gs_label_key_valid(const char *key, size_t len);
+
 /* Calls fn(key, value, data) for each "k=v" line of labels (the labels of a ledger or a
  * limits file); lines without '=' are skipped. */
 void gs_labels_foreach(const char *labels,

@@ -29,6 +29,7 @@
 #include <gpuslice/daemon-paths.h>
 #include <gpuslice/daemon-register.h>
 #include <gpuslice/error.h>
+#include <gpuslice/limits.h>
 #include <gpuslice/paths.h>
 #include <gpuslice/tenant-ledger.h>
 
@@ -128,6 +129,8 @@ int spank_tenant_wanted(spank_t sp, int ac, char **av)
   return 1;
 }
 
+/* Appends "key=value\n" to labels, or the line value alone when key is "" (value is then a
+ * whole "k=v"). An empty value adds nothing. */
 static int add_label(char *labels, size_t n, const char *key, const char *value)
 {
   size_t used = strlen(labels);
@@ -135,8 +138,59 @@ static int add_label(char *labels, size_t n, const char *key, const char *value)
     return 0;
   if (used + strlen(key) + strlen(value) + 3 > n)
     return -1;
-  snprintf(labels + used, n - used, "%s=%s\n", key, value);
+  snprintf(labels + used, n - used, "%s%s%s\n", key, *key ? "=" : "", value);
   return 0;
+}
+
+/* The job's comment as labels, when it is nothing but KEY=VALUE words (spaces or commas
+ * between them): "team=vision project=x1". A comment that is anything else is a comment, and
+ * a key the plugin sets itself (job, step, ...) is not taken from it. Slurm 22.05 puts the
+ * comment in no step's environment (SLURM_JOB_COMMENT is the prolog's and epilog's), so it is
+ * asked of slurmctld through slurmstepd's own libslurm, found at run time: the plugin links
+ * no libslurm of its own. */
+typedef int (*load_job_fn)(job_info_msg_t **resp, uint32_t job_id, uint16_t show_flags);
+typedef void (*free_job_fn)(job_info_msg_t *msg);
+
+static bool comment_is_labels(const char *c)
+{
+  size_t words = 0;
+  for (const char *p = c; *p;) {
+    size_t len = strcspn(p, " ,\t\n"), key = strcspn(p, "=");
+    if (len && (key >= len || !gs_label_key_valid(p, key) || key + 1 == len))
+      return false;
+    words += len > 0;
+    p += len;
+    p += *p ? 1 : 0;
+  }
+  return words > 0 && gs_utf8_valid(c);
+}
+
+static int add_comment_labels(uint32_t job, char *labels, size_t n)
+{
+  load_job_fn load = (load_job_fn) dlsym(RTLD_DEFAULT, "slurm_load_job");
+  free_job_fn release = (free_job_fn) dlsym(RTLD_DEFAULT, "slurm_free_job_info_msg");
+  job_info_msg_t *msg = NULL;
+  if (!load || !release || load(&msg, job, SHOW_DETAIL) != 0 || !msg)
+    return 0;
+  const char *c = msg->record_count > 0 ? msg->job_array[0].comment : NULL;
+  int rc = 0;
+  for (const char *p = c && comment_is_labels(c) ? c : ""; *p && rc == 0;) {
+    char word[512], key[128];
+    size_t len = strcspn(p, " ,\t\n"), klen = strcspn(p, "=");
+    if (len && len < sizeof(word) && klen < sizeof(key)) {
+      snprintf(word, sizeof(word), "%.*s", (int) len, p);
+      snprintf(key, sizeof(key), "\n%.*s=", (int) klen, p);
+      /* Labels are "k=v" lines: "\nk=" in "\n" + labels is a key already there. */
+      char lines[GS_LEDGER_LABELS_MAX + 2];
+      snprintf(lines, sizeof(lines), "\n%s", labels);
+      if (!strstr(lines, key))
+        rc = add_label(labels, n, "", word);
+    }
+    p += len;
+    p += *p ? 1 : 0;
+  }
+  release(msg);
+  return rc;
 }
 
 static int make_labels(spank_t sp, uint32_t job, const char *step, char *labels, size_t n)
@@ -158,7 +212,9 @@ static int make_labels(spank_t sp, uint32_t job, const char *step, char *labels,
   if (add_label(labels, n, "partition", buf) < 0)
     return -1;
   snprintf(buf, sizeof(buf), "%u", tenant.shards);
-  return add_label(labels, n, "shards", tenant.shards ? buf : "");
+  if (add_label(labels, n, "shards", tenant.shards ? buf : "") < 0)
+    return -1;
+  return add_comment_labels(job, labels, n);
 }
 
 static void fill_spec(struct gs_ledger_spec *spec, const char *labels)

@@ -273,6 +273,24 @@ def test_a_step_runs_as_one_tenant_named_after_job_and_step_and_ends_with_it(clu
                what="the tenant's ledger to go with its step")
 
 
+@pytest.mark.parametrize("comment,extra", [
+    ("team=vision,project=x1 job=999", {"team": "vision", "project": "x1"}),
+    ("rerun of the vision job", {}),
+])
+def test_a_job_comment_of_key_value_pairs_labels_its_tenant(cluster, sim, comment, extra):
+    """Only a comment made of KEY=VALUE words becomes labels, and never over the plugin's own."""
+    env, base = sim
+    copy = base / "ledger-comment"
+    script = f"echo $SLURM_JOB_ID; cp $GPUSLICE_STATE_DIR/tenants/$GPUSLICE_TENANT {copy}"
+    p = subprocess.run(["srun", "--gpu-vram=1Gi", f"--comment={comment}", "sh", "-c", script], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr + cluster.logs()
+    jobid = p.stdout.split()[0]
+    _, labels, _, _, _ = read_ledger(copy)
+    assert labels["job"] == jobid, labels
+    assert {k: v for k, v in labels.items() if k not in ("job", "step", "user", "account", "partition")} == extra
+
+
 def test_a_step_of_another_user_is_a_tenant_that_user_owns_held_to_its_limit(cluster):
     from daemon_env import as_user, ensure_user, user_dir
 
