@@ -566,3 +566,16 @@ def test_sacct_and_gpuslice_usage_agree_on_the_jobs_and_their_gpu_seconds(cluste
         assert abs(got - busy) <= 0.05 * busy, (jobid, got, busy)
     assert abs(by_account["alpha"]["gpu_seconds"] - by_job[jobs[0]]["gpu_seconds"]
                - by_job[jobs[1]]["gpu_seconds"]) < 1e-6
+    # `usage --cost` prices each account: its used cost is its GPU-seconds at the GPU's rate.
+    rate = 3.6  # $ per GPU-hour: $0.001 per GPU-second
+    prices = d.root / "prices.csv"
+    prices.write_text("provider,region,sku,gpu,gpus,od_hr,od_gpu_hr,spot_hr,spot_gpu_hr,commit1y_gpu_hr,"
+                      f"commit3y_gpu_hr,source,as_of\ntest,here,one,H100-80GB,1,{rate},{rate},,,,,a test rate,"
+                      "2026-01-01\n")
+    p = gpuslice(d, "usage", "--by", "label:account", "--cost", "--prices", prices, "--json")
+    assert p.returncode == 0, p.stderr
+    costs = {r["key"]: r for r in json.loads(p.stdout)["rows"]}
+    assert set(costs) == {"alpha", "beta"}, costs
+    for account, row in costs.items():
+        assert row["cost"]["used"] == pytest.approx(by_account[account]["gpu_seconds"] * rate / 3600, abs=1e-6)
+        assert row["cost"]["used"] > 0, row
