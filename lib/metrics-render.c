@@ -262,44 +262,158 @@ static void sample_start(struct mbuf *b, const char *name, const struct mbuf *sc
   mbuf_put(b, "} ", 2);
 }
 
-enum gpu_field { GF_SM_CLOCK, GF_MEM_CLOCK, GF_TEMP, GF_POWER, GF_UTIL, GF_FB_FREE, GF_FB_USED };
-
-/* dcgm-exporter's default-counters.csv order, names, types and help texts. */
-static const struct {
-  enum gpu_field field;
-  const char *name, *help;
-} dcgm_series[] = {
-  { GF_SM_CLOCK, "DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz)." },
-  { GF_MEM_CLOCK, "DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz)." },
-  { GF_TEMP, "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)." },
-  { GF_POWER, "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)." },
-  { GF_UTIL, "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)." },
-  { GF_FB_FREE, "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)." },
-  { GF_FB_USED, "DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)." },
+enum gpu_field {
+  GF_SM_CLOCK,
+  GF_MEM_CLOCK,
+  GF_MEM_TEMP,
+  GF_TEMP,
+  GF_POWER,
+  GF_ENERGY,
+  GF_PCIE_REPLAY,
+  GF_UTIL,
+  GF_MEM_COPY_UTIL,
+  GF_ENC_UTIL,
+  GF_DEC_UTIL,
+  GF_XID,
+  GF_FB_FREE,
+  GF_FB_USED,
+  GF_FB_RESERVED,
+  GF_NVLINK,
+  GF_VGPU_LICENSE,
+  GF_REMAP_UNC,
+  GF_REMAP_CORR,
+  GF_REMAP_FAILURE,
+  GF_PROF_GR,
+  GF_PROF_TENSOR,
+  GF_PROF_DRAM,
+  GF_PROF_PCIE_TX,
+  GF_PROF_PCIE_RX,
 };
+
+/* dcgm-exporter's default set (its etc/default-counters.csv, copied in data/dcgm-exporter/):
+ * that file's order, names, types and HELP texts. `have` is the snapshot bit a GPU needs for
+ * a sample, 0 for the readings every GPU has. */
+static const struct dcgm_field {
+  enum gpu_field field;
+  const char *name, *type, *help;
+  uint32_t have;
+} dcgm_series[] = {
+  { GF_SM_CLOCK, "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", 0 },
+  { GF_MEM_CLOCK, "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", 0 },
+  { GF_MEM_TEMP, "DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).",
+    GS_SNAP_HAVE_MEM_TEMP },
+  { GF_TEMP, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", 0 },
+  { GF_POWER, "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", 0 },
+  { GF_ENERGY, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+    "Total energy consumption since boot (in mJ).", GS_SNAP_HAVE_ENERGY },
+  { GF_PCIE_REPLAY, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.",
+    GS_SNAP_HAVE_PCIE_REPLAY },
+  { GF_UTIL, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", 0 },
+  { GF_MEM_COPY_UTIL, "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", 0 },
+  { GF_ENC_UTIL, "DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", GS_SNAP_HAVE_ENC },
+  { GF_DEC_UTIL, "DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", GS_SNAP_HAVE_DEC },
+  { GF_XID, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.",
+    GS_SNAP_HAVE_XID },
+  { GF_FB_FREE, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", 0 },
+  { GF_FB_USED, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", 0 },
+  { GF_FB_RESERVED, "DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).",
+    GS_SNAP_HAVE_FB_RESERVED },
+  { GF_NVLINK, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
+    "Total number of NVLink bandwidth counters for all lanes.", GS_SNAP_HAVE_NVLINK },
+  { GF_VGPU_LICENSE, "DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge", "vGPU License status",
+    GS_SNAP_HAVE_VGPU_LICENSE },
+  { GF_REMAP_UNC, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+    "Number of remapped rows for uncorrectable errors", GS_SNAP_HAVE_REMAP },
+  { GF_REMAP_CORR, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+    "Number of remapped rows for correctable errors", GS_SNAP_HAVE_REMAP },
+  { GF_REMAP_FAILURE, "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge",
+    "Whether remapping of rows has failed", GS_SNAP_HAVE_REMAP },
+  { GF_PROF_GR, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
+    "Ratio of time the graphics engine is active.", GS_SNAP_HAVE_PROF_GR },
+  { GF_PROF_TENSOR, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+    "Ratio of cycles the tensor (HMMA) pipe is active.", GS_SNAP_HAVE_PROF_TENSOR },
+  { GF_PROF_DRAM, "DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+    "Ratio of cycles the device memory interface is active sending or receiving data.",
+    GS_SNAP_HAVE_PROF_DRAM },
+  { GF_PROF_PCIE_TX, "DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
+    "The rate of data transmitted over the PCIe bus - including both protocol headers and data "
+    "payloads - in bytes per second.",
+    GS_SNAP_HAVE_PROF_PCIE_TX },
+  { GF_PROF_PCIE_RX, "DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
+    "The rate of data received over the PCIe bus - including both protocol headers and data "
+    "payloads - in bytes per second.",
+    GS_SNAP_HAVE_PROF_PCIE_RX },
+};
+
+#define MIB_SHIFT 20 /* DCGM reports framebuffer sizes in whole MiB, rounded down */
 
 static void gpu_value(struct mbuf *b, const struct gs_snap_gpu *g, enum gpu_field f)
 {
   switch (f) {
   case GF_SM_CLOCK: mbuf_u64(b, g->sm_clock_mhz); break;
   case GF_MEM_CLOCK: mbuf_u64(b, g->mem_clock_mhz); break;
+  case GF_MEM_TEMP: mbuf_u64(b, g->mem_temp_c); break;
   case GF_TEMP: mbuf_u64(b, g->temp_c); break;
   case GF_POWER: mbuf_decimal(b, g->power_mw / 1000u, g->power_mw % 1000u, 3); break;
+  case GF_ENERGY: mbuf_u64(b, g->energy_mj); break;
+  case GF_PCIE_REPLAY: mbuf_u64(b, g->pcie_replays); break;
   case GF_UTIL: mbuf_u64(b, g->util_pct); break;
-  /* DCGM reports framebuffer sizes in whole MiB, rounded down. */
-  case GF_FB_FREE: mbuf_u64(b, g->fb_free_bytes >> 20); break;
-  case GF_FB_USED: mbuf_u64(b, g->fb_used_bytes >> 20); break;
+  case GF_MEM_COPY_UTIL: mbuf_u64(b, g->mem_util_pct); break;
+  case GF_ENC_UTIL: mbuf_u64(b, g->enc_util_pct); break;
+  case GF_DEC_UTIL: mbuf_u64(b, g->dec_util_pct); break;
+  case GF_XID: mbuf_u64(b, g->xid_last); break;
+  case GF_FB_FREE: mbuf_u64(b, g->fb_free_bytes >> MIB_SHIFT); break;
+  case GF_FB_USED: mbuf_u64(b, g->fb_used_bytes >> MIB_SHIFT); break;
+  case GF_FB_RESERVED: mbuf_u64(b, g->fb_reserved_bytes >> MIB_SHIFT); break;
+  case GF_NVLINK: mbuf_u64(b, g->nvlink_kib); break;
+  case GF_VGPU_LICENSE: mbuf_u64(b, g->vgpu_license); break;
+  case GF_REMAP_UNC: mbuf_u64(b, g->remapped_unc); break;
+  case GF_REMAP_CORR: mbuf_u64(b, g->remapped_corr); break;
+  case GF_REMAP_FAILURE: mbuf_u64(b, g->remap_failure); break;
+  case GF_PROF_GR: mbuf_double(b, g->prof_gr_active); break;
+  case GF_PROF_TENSOR: mbuf_double(b, g->prof_tensor_active); break;
+  case GF_PROF_DRAM: mbuf_double(b, g->prof_dram_active); break;
+  case GF_PROF_PCIE_TX: mbuf_double(b, g->prof_pcie_tx_bps); break;
+  case GF_PROF_PCIE_RX: mbuf_double(b, g->prof_pcie_rx_bps); break;
   }
+}
+
+/* dcgm-exporter adds err_code and err_msg to DCGM_FI_DEV_XID_ERRORS, after the other labels. */
+static void xid_labels(struct mbuf *b, uint64_t xid)
+{
+  char code[24];
+  snprintf(code, sizeof(code), "%llu", (unsigned long long) xid);
+  mbuf_label(b, false, "err_code", code, sizeof(code));
+  mbuf_label(b, false, "err_msg", gs_xid_text(xid), GS_SNAP_STR);
+}
+
+static bool gpu_has(const struct gs_snap_gpu *g, const struct dcgm_field *f)
+{
+  return (g->have & f->have) == f->have;
 }
 
 static void render_gpus(struct mbuf *b, const struct gs_snapshot *s, const struct mbuf *sc,
                         const struct labelset *ls)
 {
   for (size_t k = 0; k < sizeof(dcgm_series) / sizeof(dcgm_series[0]); k++) {
-    series_header(b, dcgm_series[k].name, "gauge", dcgm_series[k].help);
+    const struct dcgm_field *f = &dcgm_series[k];
+    int with = 0;
+    for (int i = 0; i < s->ngpus; i++)
+      with += gpu_has(&s->gpus[i], f);
+    /* A reading no GPU gives has no family at all, as in dcgm-exporter. */
+    if (f->have && with == 0)
+      continue;
+    series_header(b, f->name, f->type, f->help);
     for (int i = 0; i < s->ngpus; i++) {
-      sample_start(b, dcgm_series[k].name, sc, &ls[i]);
-      gpu_value(b, &s->gpus[i], dcgm_series[k].field);
+      if (!gpu_has(&s->gpus[i], f))
+        continue;
+      mbuf_puts(b, f->name);
+      mbuf_put(b, "{", 1);
+      mbuf_put(b, sc->p + ls[i].off, ls[i].len);
+      if (f->field == GF_XID)
+        xid_labels(b, s->gpus[i].xid_last);
+      mbuf_put(b, "} ", 2);
+      gpu_value(b, &s->gpus[i], f->field);
       mbuf_put(b, "\n", 1);
     }
   }
@@ -449,7 +563,7 @@ int gs_metrics_render(const struct gs_snapshot *s, const struct gs_metrics_healt
   if (ls) {
     /* Sized for a typical row, so that most renders never grow the buffers. */
     mbuf_reserve(&sc, rows * 192);
-    mbuf_reserve(&b, 4096 + (size_t) s->ngpus * 7 * 256 + (size_t) s->ntenants * 6 * 256);
+    mbuf_reserve(&b, 8192 + (size_t) s->ngpus * 25 * 320 + (size_t) s->ntenants * 6 * 256);
     render_labelsets(&sc, s, ls);
     render_gpus(&b, s, &sc, ls);
     render_tenants(&b, s, &sc, ls + s->ngpus);

@@ -27,6 +27,10 @@ struct gs_metrics_health {
 int gs_metrics_render(const struct gs_snapshot *s, const struct gs_metrics_health *h, char **out,
                       size_t *len, gs_error_t *err);
 
+/* NVIDIA's name for XID error `xid`, as dcgm-exporter's err_msg label gives it; "No Error"
+ * for 0 and "Unknown Error" for a code the table does not name. Static text. */
+const char *gs_xid_text(uint64_t xid);
+
 /* The Content-Type to serve the text with. */
 #define GS_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
