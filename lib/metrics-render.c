@@ -200,7 +200,8 @@ struct labelset {
   size_t off, len; /* in the scratch buffer */
 };
 
-static void gpu_labels(struct mbuf *sc, const struct gs_snapshot *s, const struct gs_snap_gpu *g)
+static void gpu_labels(struct mbuf *sc, const struct gs_snapshot *s, const struct gs_snap_gpu *g,
+                       bool driver_label)
 {
   char idx[16];
   snprintf(idx, sizeof(idx), "%d", g->index);
@@ -212,7 +213,9 @@ static void gpu_labels(struct mbuf *sc, const struct gs_snapshot *s, const struc
   /* dcgm-exporter leaves Hostname out when it has none; so do we. */
   if (s->hostname[0])
     mbuf_label(sc, false, "Hostname", s->hostname, sizeof(s->hostname));
-  mbuf_label(sc, false, "DCGM_FI_DRIVER_VERSION", s->driver_version, sizeof(s->driver_version));
+  /* The counters file's one label field; a file without it leaves it out, as dcgm-exporter does. */
+  if (driver_label)
+    mbuf_label(sc, false, "DCGM_FI_DRIVER_VERSION", s->driver_version, sizeof(s->driver_version));
 }
 
 static const char *gpu_uuid(const struct gs_snapshot *s, int index)
@@ -262,92 +265,11 @@ static void sample_start(struct mbuf *b, const char *name, const struct mbuf *sc
   mbuf_put(b, "} ", 2);
 }
 
-enum gpu_field {
-  GF_SM_CLOCK,
-  GF_MEM_CLOCK,
-  GF_MEM_TEMP,
-  GF_TEMP,
-  GF_POWER,
-  GF_ENERGY,
-  GF_PCIE_REPLAY,
-  GF_UTIL,
-  GF_MEM_COPY_UTIL,
-  GF_ENC_UTIL,
-  GF_DEC_UTIL,
-  GF_XID,
-  GF_FB_FREE,
-  GF_FB_USED,
-  GF_FB_RESERVED,
-  GF_NVLINK,
-  GF_VGPU_LICENSE,
-  GF_REMAP_UNC,
-  GF_REMAP_CORR,
-  GF_REMAP_FAILURE,
-  GF_PROF_GR,
-  GF_PROF_TENSOR,
-  GF_PROF_DRAM,
-  GF_PROF_PCIE_TX,
-  GF_PROF_PCIE_RX,
-};
-
-/* dcgm-exporter's default set (its etc/default-counters.csv, copied in data/dcgm-exporter/):
- * that file's order, names, types and HELP texts. `have` is the snapshot bit a GPU needs for
- * a sample, 0 for the readings every GPU has. */
-static const struct dcgm_field {
-  enum gpu_field field;
-  const char *name, *type, *help;
-  uint32_t have;
-} dcgm_series[] = {
-  { GF_SM_CLOCK, "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", 0 },
-  { GF_MEM_CLOCK, "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", 0 },
-  { GF_MEM_TEMP, "DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).",
-    GS_SNAP_HAVE_MEM_TEMP },
-  { GF_TEMP, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", 0 },
-  { GF_POWER, "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", 0 },
-  { GF_ENERGY, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-    "Total energy consumption since boot (in mJ).", GS_SNAP_HAVE_ENERGY },
-  { GF_PCIE_REPLAY, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.",
-    GS_SNAP_HAVE_PCIE_REPLAY },
-  { GF_UTIL, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", 0 },
-  { GF_MEM_COPY_UTIL, "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", 0 },
-  { GF_ENC_UTIL, "DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", GS_SNAP_HAVE_ENC },
-  { GF_DEC_UTIL, "DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", GS_SNAP_HAVE_DEC },
-  { GF_XID, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.",
-    GS_SNAP_HAVE_XID },
-  { GF_FB_FREE, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", 0 },
-  { GF_FB_USED, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", 0 },
-  { GF_FB_RESERVED, "DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).",
-    GS_SNAP_HAVE_FB_RESERVED },
-  { GF_NVLINK, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
-    "Total number of NVLink bandwidth counters for all lanes.", GS_SNAP_HAVE_NVLINK },
-  { GF_VGPU_LICENSE, "DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge", "vGPU License status",
-    GS_SNAP_HAVE_VGPU_LICENSE },
-  { GF_REMAP_UNC, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
-    "Number of remapped rows for uncorrectable errors", GS_SNAP_HAVE_REMAP },
-  { GF_REMAP_CORR, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
-    "Number of remapped rows for correctable errors", GS_SNAP_HAVE_REMAP },
-  { GF_REMAP_FAILURE, "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge",
-    "Whether remapping of rows has failed", GS_SNAP_HAVE_REMAP },
-  { GF_PROF_GR, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
-    "Ratio of time the graphics engine is active.", GS_SNAP_HAVE_PROF_GR },
-  { GF_PROF_TENSOR, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
-    "Ratio of cycles the tensor (HMMA) pipe is active.", GS_SNAP_HAVE_PROF_TENSOR },
-  { GF_PROF_DRAM, "DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
-    "Ratio of cycles the device memory interface is active sending or receiving data.",
-    GS_SNAP_HAVE_PROF_DRAM },
-  { GF_PROF_PCIE_TX, "DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
-    "The rate of data transmitted over the PCIe bus - including both protocol headers and data "
-    "payloads - in bytes per second.",
-    GS_SNAP_HAVE_PROF_PCIE_TX },
-  { GF_PROF_PCIE_RX, "DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
-    "The rate of data received over the PCIe bus - including both protocol headers and data "
-    "payloads - in bytes per second.",
-    GS_SNAP_HAVE_PROF_PCIE_RX },
-};
+#include "metrics-internal.h"
 
 #define MIB_SHIFT 20 /* DCGM reports framebuffer sizes in whole MiB, rounded down */
 
-static void gpu_value(struct mbuf *b, const struct gs_snap_gpu *g, enum gpu_field f)
+static void gpu_value(struct mbuf *b, const struct gs_snap_gpu *g, enum gs__gpu_field f)
 {
   switch (f) {
   case GF_SM_CLOCK: mbuf_u64(b, g->sm_clock_mhz); break;
@@ -387,23 +309,25 @@ static void xid_labels(struct mbuf *b, uint64_t xid)
   mbuf_label(b, false, "err_msg", gs_xid_text(xid), GS_SNAP_STR);
 }
 
-static bool gpu_has(const struct gs_snap_gpu *g, const struct dcgm_field *f)
+static bool gpu_has(const struct gs_snap_gpu *g, const struct gs__dcgm_field *f)
 {
   return (g->have & f->have) == f->have;
 }
 
-static void render_gpus(struct mbuf *b, const struct gs_snapshot *s, const struct mbuf *sc,
+static void render_gpus(struct mbuf *b, const struct gs_snapshot *s,
+                        const struct gs_metrics_fields *fields, const struct mbuf *sc,
                         const struct labelset *ls)
 {
-  for (size_t k = 0; k < sizeof(dcgm_series) / sizeof(dcgm_series[0]); k++) {
-    const struct dcgm_field *f = &dcgm_series[k];
+  for (int k = 0; k < fields->n; k++) {
+    const struct gs_metrics_field *sel = &fields->field[k];
+    const struct gs__dcgm_field *f = &gs__dcgm_fields[sel->id];
     int with = 0;
     for (int i = 0; i < s->ngpus; i++)
       with += gpu_has(&s->gpus[i], f);
     /* A reading no GPU gives has no family at all, as in dcgm-exporter. */
     if (f->have && with == 0)
       continue;
-    series_header(b, f->name, f->type, f->help);
+    series_header(b, f->name, sel->counter ? "counter" : "gauge", sel->help);
     for (int i = 0; i < s->ngpus; i++) {
       if (!gpu_has(&s->gpus[i], f))
         continue;
@@ -540,12 +464,13 @@ static int check_snapshot(const struct gs_snapshot *s, gs_error_t *err)
 }
 
 /* Renders every row's label set into sc; ls gets ngpus GPU sets, then ntenants tenant sets. */
-static void render_labelsets(struct mbuf *sc, const struct gs_snapshot *s, struct labelset *ls)
+static void render_labelsets(struct mbuf *sc, const struct gs_snapshot *s,
+                             const struct gs_metrics_fields *fields, struct labelset *ls)
 {
   for (int i = 0; i < s->ngpus + s->ntenants; i++) {
     ls[i].off = sc->len;
     if (i < s->ngpus)
-      gpu_labels(sc, s, &s->gpus[i]);
+      gpu_labels(sc, s, &s->gpus[i], fields->driver_label);
     else
       tenant_labels(sc, s, &s->tenants[i - s->ngpus]);
     ls[i].len = sc->len - ls[i].off;
@@ -554,6 +479,13 @@ static void render_labelsets(struct mbuf *sc, const struct gs_snapshot *s, struc
 
 int gs_metrics_render(const struct gs_snapshot *s, const struct gs_metrics_health *h, char **out,
                       size_t *len, gs_error_t *err)
+{
+  return gs_metrics_render_fields(s, gs_metrics_fields_default(), h, out, len, err);
+}
+
+int gs_metrics_render_fields(const struct gs_snapshot *s, const struct gs_metrics_fields *fields,
+                             const struct gs_metrics_health *h, char **out, size_t *len,
+                             gs_error_t *err)
 {
   if (check_snapshot(s, err) < 0)
     return -1;
@@ -564,8 +496,8 @@ int gs_metrics_render(const struct gs_snapshot *s, const struct gs_metrics_healt
     /* Sized for a typical row, so that most renders never grow the buffers. */
     mbuf_reserve(&sc, rows * 192);
     mbuf_reserve(&b, 8192 + (size_t) s->ngpus * 25 * 320 + (size_t) s->ntenants * 6 * 256);
-    render_labelsets(&sc, s, ls);
-    render_gpus(&b, s, &sc, ls);
+    render_labelsets(&sc, s, fields, ls);
+    render_gpus(&b, s, fields, &sc, ls);
     render_tenants(&b, s, &sc, ls + s->ngpus);
     if (h)
       render_health(&b, h);

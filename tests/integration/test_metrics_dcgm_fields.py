@@ -3,7 +3,9 @@ on the simulated GPU serves every field of dcgm-exporter's own default counter l
 (data/dcgm-exporter/default-counters.csv, read here as dcgm-exporter reads it) under the same
 name, TYPE and HELP text, with dcgm-exporter's labels; FB_USED + FB_FREE + FB_RESERVED is the
 GPU's total; an XID error injected into the simulated GPU shows in DCGM_FI_DEV_XID_ERRORS, with
-its code and NVIDIA's name for it, within one interval; and promtool accepts the text."""
+its code and NVIDIA's name for it, within one interval; promtool accepts the text; and the
+`counters` setting takes a counters file in dcgm-exporter's format (dcgm-exporter's own file as
+it is), refusing one with an unknown field or a malformed line in one line naming the line."""
 import pathlib
 import re
 import shutil
@@ -13,7 +15,8 @@ import time
 
 import pytest
 
-from daemon_env import GIB, MIB, Daemon, Tenant, wait_for
+from conftest import run
+from daemon_env import GIB, GPUSLICE, MIB, Daemon, Tenant, wait_for
 from prometheus_server import metrics
 from test_sim_nvml import probe
 
@@ -178,3 +181,58 @@ def test_promtool_accepts_the_full_field_set_remarking_only_on_dcgm_exporters_ow
     r = subprocess.run([PROMTOOL, "check", "metrics"], input=re.sub(r',modelName="[^"]*"', "", text),
                        capture_output=True, text=True, timeout=60)
     assert {ln.split()[0] for ln in (r.stdout + r.stderr).splitlines() if ln.strip()} == counters
+
+
+# ---- the counters setting ----
+
+def dcgm_families(text):
+    return {name: fam for name, fam in families(text).items() if name.startswith("DCGM_")}
+
+
+def test_dcgm_exporters_own_counters_file_works_as_it_is(tmp_path):
+    d = Daemon(tmp_path, interval=INTERVAL).start("--counters", str(COUNTERS))
+    try:
+        want = {f for f, kind, _ in default_counters() if kind != "label"}
+        fams = wait_for(lambda: (lambda f: f if set(f) == want else None)(dcgm_families(metrics(d))),
+                        timeout=20, what="the default set from dcgm-exporter's file")
+        assert sample(fams, "DCGM_FI_DEV_GPU_TEMP", 0)[0]["DCGM_FI_DRIVER_VERSION"] == "580.65.06"
+    finally:
+        d.stop()
+
+
+def test_a_counters_file_chooses_the_fields_their_types_and_help(tmp_path):
+    counters = tmp_path / "mine.csv"
+    counters.write_text("# two fields, no driver label\n"
+                        "DCGM_FI_DEV_FB_RESERVED, gauge, Reserved by the driver (MiB).\n"
+                        "DCGM_FI_DEV_GPU_TEMP,    counter,\"Die, hot\"\n")
+    d = Daemon(tmp_path / "d", interval=INTERVAL)
+    d.env["GPUSLICE_COUNTERS"] = str(counters)  # the setting's environment variable
+    d.start()
+    try:
+        fams = wait_for(lambda: (lambda f: f if f else None)(dcgm_families(metrics(d))), what="GPU series")
+        assert list(fams) == ["DCGM_FI_DEV_FB_RESERVED", "DCGM_FI_DEV_GPU_TEMP"]
+        assert (fams["DCGM_FI_DEV_GPU_TEMP"]["type"], fams["DCGM_FI_DEV_GPU_TEMP"]["help"]) == ("counter", "Die, hot")
+        assert fams["DCGM_FI_DEV_FB_RESERVED"]["help"] == "Reserved by the driver (MiB)."
+        labels, _ = sample(fams, "DCGM_FI_DEV_GPU_TEMP", 0)
+        assert "DCGM_FI_DRIVER_VERSION" not in labels  # the file leaves the label field out
+        assert "gpuslice_daemon_up 1" in metrics(d)  # gpuslice's own series stay
+    finally:
+        d.stop()
+
+
+@pytest.mark.parametrize("line,why", [
+    ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL, counter, Total number of single-bit volatile ECC errors.",
+     "unknown field 'DCGM_FI_DEV_ECC_SBE_VOL_TOTAL'"),
+    ("DCGM_FI_DEV_GPU_TEMP gauge GPU temperature", "1 field, want 3"),
+    ("DCGM_FI_DEV_GPU_TEMP, summary, GPU temperature (in C).", "type 'summary'"),
+])
+def test_a_bad_counters_file_refuses_the_start_in_one_line_naming_the_line(tmp_path, line, why):
+    counters = tmp_path / "bad.csv"
+    counters.write_text("# Format\nDCGM_FI_DEV_SM_CLOCK,  gauge, SM clock frequency (in MHz).\n\n" + line + "\n")
+    d = Daemon(tmp_path)
+    r = run([GPUSLICE, "daemon", "--foreground", "--counters", str(counters)], env=d.env, timeout=30)
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"gpuslice: daemon: counters file {counters}: line 4: {why}"), lines[0]
+    assert lines[0].endswith(f"(`{line}`)"), lines[0]
