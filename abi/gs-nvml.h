@@ -94,9 +94,30 @@ typedef enum nvmlReturn_enum {
 #define NVML_CUDA_DRIVER_VERSION_MAJOR(v) ((v) / 1000)
 #define NVML_CUDA_DRIVER_VERSION_MINOR(v) (((v) % 1000) / 10)
 
+/* Field ids of nvmlDeviceGetFieldValues that gpuslice reads. */
+#define NVML_FI_DEV_MEMORY_TEMP 82               /* memory temperature, C */
+#define NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION 83  /* mJ since the driver was last loaded */
+#define NVML_FI_DEV_PCIE_REPLAY_COUNTER 94       /* PCIe replays */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138 /* NVLink TX data, KiB; scopeId UINT_MAX: all links */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139 /* NVLink RX data, KiB */
+#define NVML_FI_DEV_REMAPPED_COR 142             /* rows remapped for correctable errors */
+#define NVML_FI_DEV_REMAPPED_UNC 143             /* rows remapped for uncorrectable errors */
+#define NVML_FI_DEV_REMAPPED_PENDING 144         /* 1 when remappings are pending */
+#define NVML_FI_DEV_REMAPPED_FAILURE 145         /* 1 when a remapping has failed */
+#define NVML_FI_MAX 303
+
+/* Event types (a mask) of nvmlDeviceRegisterEvents. */
+#define nvmlEventTypeNone 0x0000000000000000LL
+#define nvmlEventTypeXidCriticalError 0x0000000000000008LL /* eventData holds the XID */
+
+#define NVML_GPM_METRICS_GET_VERSION 1
+#define NVML_GPM_SUPPORT_VERSION 1
+
 /* ---- handles ---- */
 
 typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
 
 /* ---- enums ---- */
 
@@ -138,6 +159,39 @@ typedef enum nvmlBrandType_enum {
   NVML_BRAND_GEFORCE_RTX = 15,
   NVML_BRAND_TITAN_RTX = 16
 } nvmlBrandType_t;
+
+typedef enum nvmlGpuVirtualizationMode {
+  NVML_GPU_VIRTUALIZATION_MODE_NONE = 0,        /* bare metal */
+  NVML_GPU_VIRTUALIZATION_MODE_PASSTHROUGH = 1, /* passed through to a virtual machine */
+  NVML_GPU_VIRTUALIZATION_MODE_VGPU = 2,        /* a vGPU inside a virtual machine */
+  NVML_GPU_VIRTUALIZATION_MODE_HOST_VGPU = 3,   /* the hypervisor's side, vGPU mode */
+  NVML_GPU_VIRTUALIZATION_MODE_HOST_VSGA = 4    /* the hypervisor's side, vSGA mode */
+} nvmlGpuVirtualizationMode_t;
+
+typedef enum nvmlValueType_enum {
+  NVML_VALUE_TYPE_DOUBLE = 0,
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+  NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+  NVML_VALUE_TYPE_SIGNED_INT = 5,
+  NVML_VALUE_TYPE_UNSIGNED_SHORT = 6,
+  NVML_VALUE_TYPE_COUNT
+} nvmlValueType_t;
+
+/* The GPM metrics gpuslice reads (the profiling fields of dcgm-exporter's default set).
+ * NVIDIA's enum has many more; NVML_GPM_METRIC_MAX is that enum's end and sizes
+ * nvmlGpmMetricsGet_t's array. */
+typedef enum nvmlGpmMetricId_enum {
+  NVML_GPM_METRIC_GRAPHICS_UTIL = 1,   /* percent of time any graphics or compute work ran, 0-100 */
+  NVML_GPM_METRIC_SM_UTIL = 2,         /* percent of SMs busy */
+  NVML_GPM_METRIC_SM_OCCUPANCY = 3,    /* percent of warps resident */
+  NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5, /* percent of time the SMs did any tensor operation */
+  NVML_GPM_METRIC_DRAM_BW_UTIL = 10,   /* percent of the DRAM bandwidth used */
+  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20, /* PCIe traffic from the GPU, MiB/s */
+  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21, /* PCIe traffic to the GPU, MiB/s */
+  NVML_GPM_METRIC_MAX = 333
+} nvmlGpmMetricId_t;
 
 /* ---- structs ---- */
 
@@ -208,6 +262,63 @@ typedef struct nvmlProcessUtilizationSample_st {
   unsigned int decUtil;
 } nvmlProcessUtilizationSample_t;
 
+typedef union nvmlValue_st {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+  unsigned short usVal;
+} nvmlValue_t;
+
+/* One entry of nvmlDeviceGetFieldValues: the caller sets fieldId (and scopeId); the call
+ * fills the rest, with each entry's own nvmlReturn. */
+typedef struct nvmlFieldValue_st {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;   /* CPU time of the value, microseconds since 1970 */
+  long long latencyUsec; /* how long the value took to update within NVML */
+  nvmlValueType_t valueType;
+  nvmlReturn_t nvmlReturn; /* value is undefined unless this is NVML_SUCCESS */
+  nvmlValue_t value;
+} nvmlFieldValue_t;
+
+/* What nvmlEventSetWait_v2 returns. */
+typedef struct nvmlEventData_st {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;  /* the XID for nvmlEventTypeXidCriticalError, else 0 */
+  unsigned int gpuInstanceId;    /* 0xFFFFFFFF unless MIG attributes it */
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+typedef struct nvmlGpmMetric_st {
+  unsigned int metricId;   /* in: an nvmlGpmMetricId_t */
+  nvmlReturn_t nvmlReturn; /* out: value is valid only when NVML_SUCCESS */
+  double value;
+  struct {
+    char *shortName;
+    char *longName;
+    char *unit;
+  } metricInfo; /* out: may be NULL */
+} nvmlGpmMetric_t;
+
+/* NVIDIA's header declares these two structs without a tag; the tags here are ours and
+ * change nothing of the layout. */
+typedef struct nvmlGpmMetricsGet_st {
+  unsigned int version;    /* NVML_GPM_METRICS_GET_VERSION */
+  unsigned int numMetrics; /* entries of metrics[] to fill */
+  nvmlGpmSample_t sample1;
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+typedef struct nvmlGpmSupport_st {
+  unsigned int version; /* NVML_GPM_SUPPORT_VERSION */
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
 /* ---- layout checks: a wrong size here is a wrong ABI ---- */
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && defined(__x86_64__)
@@ -218,6 +329,12 @@ _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t layout");
 _Static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t layout");
 _Static_assert(sizeof(nvmlProcessInfo_v2_t) == 24, "nvmlProcessInfo_v2_t layout");
 _Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "nvmlProcessUtilizationSample_t layout");
+_Static_assert(sizeof(nvmlValue_t) == 8, "nvmlValue_t layout");
+_Static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t layout");
+_Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t layout");
+_Static_assert(sizeof(nvmlGpmMetric_t) == 40, "nvmlGpmMetric_t layout");
+_Static_assert(sizeof(nvmlGpmMetricsGet_t) == 24 + 333 * 40, "nvmlGpmMetricsGet_t layout");
+_Static_assert(sizeof(nvmlGpmSupport_t) == 8, "nvmlGpmSupport_t layout");
 #endif
 
 /* ---- initialization and system queries ---- */
@@ -285,6 +402,37 @@ nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, u
                                                           unsigned int *maxLimit);
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock);
 nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock);
+
+/* ---- dcgm-exporter's default fields: energy, PCIe, encoders, row remapping, virtualization ---- */
+
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values);
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *energy);
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *value);
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                             unsigned int *samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                             unsigned int *samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,
+                                       unsigned int *isPending, unsigned int *failureOccurred);
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device, nvmlGpuVirtualizationMode_t *pVirtualMode);
+
+/* ---- events (XIDs) ---- */
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set);
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set);
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *eventTypes);
+/* NVML_ERROR_TIMEOUT when no event arrived within timeoutms (0: do not wait). */
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms);
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set);
+
+/* ---- GPU performance monitoring (GPM): Hopper and later ---- */
+
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *gpmSupport);
+nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *gpmSample);
+nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample);
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample);
+/* The metrics between sample1 and sample2 (taken at least 100 ms apart, as NVIDIA advises). */
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet);
 
 #ifdef __cplusplus
 }

@@ -44,6 +44,20 @@ static void fill_gpu(struct gs_snap_gpu *g, int i)
   g->temp_c = 30u + (unsigned) i;
   g->sm_clock_mhz = 1980;
   g->mem_clock_mhz = 2619;
+  /* The rest of dcgm-exporter's default set, as an H100 gives it. */
+  g->have = ~0u;
+  g->fb_reserved_bytes = 509ull << 20;
+  g->fb_free_bytes -= g->fb_reserved_bytes;
+  g->mem_util_pct = g->util_pct / 2;
+  g->mem_temp_c = g->temp_c + 4;
+  g->energy_mj = 1000000000ull + 7919ull * (unsigned) i;
+  g->xid_last = i == 3 ? 79 : 0;
+  g->nvlink_kib = 1ull << 30;
+  g->prof_gr_active = g->util_pct / 100.0;
+  g->prof_dram_active = g->prof_gr_active / 2;
+  g->prof_tensor_active = 0.25;
+  g->prof_pcie_tx_bps = 1.5e9;
+  g->prof_pcie_rx_bps = 2.5e9;
 }
 
 static void fill_tenant(struct gs_snap_tenant *t, int n, int gpu, int nlabels)

@@ -69,6 +69,10 @@ static const struct gs_opt daemon_entries[] = {
     .def = "none", .choices = violation_actions, .env = "GPUSLICE_VIOLATION_ACTION",
     .help = "What a violation does to the offending processes, at every interval it lasts: none (record "
             "it), signal (SIGTERM) or kill (SIGKILL)." },
+  { .name = "counters", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(counters), SETTING, .def = "builtin",
+    .env = "GPUSLICE_COUNTERS",
+    .help = "The GPU fields of /metrics, chosen by a counters file in dcgm-exporter's CSV format (its "
+            "--collectors file works as it is); builtin: dcgm-exporter's default set." },
   { .name = "admin-group", .arg = "GROUP", .kind = GS_OPT_STRING, .offset = OFF(admin_group), SETTING,
     .def = "gpuslice", .help = "Members of this group see and change every tenant, as root does." },
   { .name = "log-level", .arg = "LEVEL", .kind = GS_OPT_STRING, .offset = OFF(log_level), SETTING, .def = "info",

@@ -74,11 +74,23 @@ static void check_socket_dir(const struct daemon_config *c)
       c->socket, c->state_dir);
 }
 
+/* The GPU fields of /metrics: dcgm-exporter's default set, or those of a counters file. A file
+ * that is not right stops the start, with one line naming its line. */
+static int load_fields(struct daemon *d, gs_error_t *err)
+{
+  d->fields = xcalloc(1, sizeof(*d->fields));
+  if (strcmp(d->cfg.counters, "builtin") == 0) {
+    *d->fields = *gs_metrics_fields_default();
+    return 0;
+  }
+  return gs_metrics_fields_load(d->cfg.counters, d->fields, err);
+}
+
 static int start(struct daemon *d, gs_error_t *err)
 {
   d->health.started_mono = daemon_now_mono();
   d->health.started_unix = daemon_now_unix();
-  if (nvml_open(&d->nvml, err) < 0)
+  if (load_fields(d, err) < 0 || nvml_open(&d->nvml, err) < 0)
     return -1;
   /* The lock comes before the usage ledger and any adoption: two daemons on one state dir
    * would both adopt every tenant and write every interval twice. */
@@ -112,6 +124,8 @@ static void stop(struct daemon *d)
   sampler_release(d);
   nvml_close(d->nvml);
   state_dir_unlock(&d->state_lock);
+  free(d->fields);
+  d->fields = NULL;
 }
 
 static int make_timer(double interval)

@@ -32,6 +32,7 @@
 
 #include <gpuslice.h>
 #include <gpuslice/limits.h>
+#include <gpuslice/metrics.h>
 #include <gpuslice/snapshot.h>
 
 #define DAEMON_BODY_MAX (64 * 1024)
@@ -55,6 +56,7 @@ struct daemon_config {
   char *state_dir;
   double interval; /* seconds between samples */
   char *admin_group;
+  char *counters; /* a dcgm-exporter counters file, or "builtin" */
   char *log_level;
   bool foreground;
   bool print_config;    /* --print-config: print the sample config and exit */
@@ -293,7 +295,8 @@ struct daemon {
   struct nvml *nvml;
   struct registry reg;
   struct usage_db *db;
-  struct gs_snapshot snap; /* the last sample */
+  struct gs_snapshot snap;          /* the last sample */
+  struct gs_metrics_fields *fields; /* the GPU fields /metrics serves (the counters setting) */
   uint64_t gpu_totals[GS_LEDGER_MAX_GPUS];
   struct daemon_health health;
   struct MHD_Daemon *api;

@@ -16,32 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs-nvml.h"
+#include "gpu-nvml.h"
 #include "verify.h"
-
-struct nvml_fns {
-  nvmlReturn_t (*init)(void);
-  nvmlReturn_t (*shutdown)(void);
-  const char *(*error_string)(nvmlReturn_t);
-  nvmlReturn_t (*driver_version)(char *, unsigned int);
-  nvmlReturn_t (*count)(unsigned int *);
-  nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t *);
-  nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
-  nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
-  nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t *);
-  nvmlReturn_t (*minor)(nvmlDevice_t, unsigned int *);
-  nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
-  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t *);
-  nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *);
-  nvmlReturn_t (*temperature)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int *);
-  nvmlReturn_t (*clock)(nvmlDevice_t, nvmlClockType_t, unsigned int *);
-  /* optional: the process lists, newest first */
-  nvmlReturn_t (*procs_v3)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
-  nvmlReturn_t (*procs_v2)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v2_t *);
-  nvmlReturn_t (*procs_v1)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v1_t *);
-  nvmlReturn_t (*proc_util)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *,
-                            unsigned long long);
-};
 
 struct nvml {
   void *lib;
@@ -50,6 +26,7 @@ struct nvml {
   char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
   nvmlDevice_t dev[GS_LEDGER_MAX_GPUS];
   unsigned long long util_seen[GS_LEDGER_MAX_GPUS]; /* the last process-utilization sample's time */
+  struct nvml_extra extra;                          /* events and GPM state (gpu-nvml-fields.c) */
 };
 
 #define NVML_REQUIRED 15
@@ -76,6 +53,24 @@ static const struct sym {
   { offsetof(struct nvml_fns, procs_v2), "nvmlDeviceGetComputeRunningProcesses_v2" },
   { offsetof(struct nvml_fns, procs_v1), "nvmlDeviceGetComputeRunningProcesses" },
   { offsetof(struct nvml_fns, proc_util), "nvmlDeviceGetProcessUtilization" },
+  { offsetof(struct nvml_fns, memory_v2), "nvmlDeviceGetMemoryInfo_v2" },
+  { offsetof(struct nvml_fns, field_values), "nvmlDeviceGetFieldValues" },
+  { offsetof(struct nvml_fns, energy), "nvmlDeviceGetTotalEnergyConsumption" },
+  { offsetof(struct nvml_fns, pcie_replay), "nvmlDeviceGetPcieReplayCounter" },
+  { offsetof(struct nvml_fns, enc_util), "nvmlDeviceGetEncoderUtilization" },
+  { offsetof(struct nvml_fns, dec_util), "nvmlDeviceGetDecoderUtilization" },
+  { offsetof(struct nvml_fns, remapped_rows), "nvmlDeviceGetRemappedRows" },
+  { offsetof(struct nvml_fns, virt_mode), "nvmlDeviceGetVirtualizationMode" },
+  { offsetof(struct nvml_fns, event_set_create), "nvmlEventSetCreate" },
+  { offsetof(struct nvml_fns, event_types), "nvmlDeviceGetSupportedEventTypes" },
+  { offsetof(struct nvml_fns, register_events), "nvmlDeviceRegisterEvents" },
+  { offsetof(struct nvml_fns, event_wait), "nvmlEventSetWait_v2" },
+  { offsetof(struct nvml_fns, event_set_free), "nvmlEventSetFree" },
+  { offsetof(struct nvml_fns, gpm_support), "nvmlGpmQueryDeviceSupport" },
+  { offsetof(struct nvml_fns, gpm_alloc), "nvmlGpmSampleAlloc" },
+  { offsetof(struct nvml_fns, gpm_free), "nvmlGpmSampleFree" },
+  { offsetof(struct nvml_fns, gpm_get), "nvmlGpmSampleGet" },
+  { offsetof(struct nvml_fns, gpm_metrics), "nvmlGpmMetricsGet" },
 };
 _Static_assert(sizeof(syms) / sizeof(syms[0]) == sizeof(struct nvml_fns) / sizeof(void (*)(void)),
                "one symbol per table entry");
@@ -153,6 +148,7 @@ int nvml_open(struct nvml **out, gs_error_t *err)
     nvml_close(n);
     return -1;
   }
+  nvml_extra_open(&n->extra, &n->fn, n->dev, n->count);
   *out = n;
   return 0;
 }
@@ -161,6 +157,7 @@ void nvml_close(struct nvml *n)
 {
   if (!n)
     return;
+  nvml_extra_close(&n->extra, &n->fn, n->count);
   if (n->fn.shutdown && n->count)
     n->fn.shutdown();
   dlclose(n->lib);
@@ -181,8 +178,10 @@ const char *nvml_driver_version(const struct nvml *n)
 static void sample_sensors(struct nvml *n, nvmlDevice_t dev, struct gs_snap_gpu *g)
 {
   nvmlUtilization_t u;
-  if (n->fn.utilization(dev, &u) == NVML_SUCCESS)
+  if (n->fn.utilization(dev, &u) == NVML_SUCCESS) {
     g->util_pct = u.gpu;
+    g->mem_util_pct = u.memory;
+  }
   if (n->fn.power(dev, &g->power_mw) != NVML_SUCCESS)
     g->power_mw = 0;
   if (n->fn.temperature(dev, NVML_TEMPERATURE_GPU, &g->temp_c) != NVML_SUCCESS)
@@ -215,6 +214,7 @@ int nvml_sample(struct nvml *n, int index, struct gs_snap_gpu *g, gs_error_t *er
   g->fb_used_bytes = mem.used;
   g->fb_free_bytes = mem.free;
   sample_sensors(n, dev, g);
+  nvml_extra_sample(&n->extra, &n->fn, n->dev, n->count, index, g);
   return 0;
 }
 

@@ -39,7 +39,8 @@ static enum MHD_Result metrics(struct daemon *d, struct MHD_Connection *conn)
   char *text = NULL;
   size_t len = 0;
   gs_error_t err = NULL;
-  if (gs_metrics_render(&d->snap, &h, &text, &len, &err) < 0) {
+  if (gs_metrics_render_fields(&d->snap, d->fields ? d->fields : gs_metrics_fields_default(), &h,
+                               &text, &len, &err) < 0) {
     char *msg = NULL;
     xasprintf(&msg, "render: %s\n", err->msg);
     gs_error_release(&err);

@@ -200,7 +200,8 @@ struct labelset {
   size_t off, len; /* in the scratch buffer */
 };
 
-static void gpu_labels(struct mbuf *sc, const struct gs_snapshot *s, const struct gs_snap_gpu *g)
+static void gpu_labels(struct mbuf *sc, const struct gs_snapshot *s, const struct gs_snap_gpu *g,
+                       bool driver_label)
 {
   char idx[16];
   snprintf(idx, sizeof(idx), "%d", g->index);
@@ -212,7 +213,9 @@ static void gpu_labels(struct mbuf *sc, const struct gs_snapshot *s, const struc
   /* dcgm-exporter leaves Hostname out when it has none; so do we. */
   if (s->hostname[0])
     mbuf_label(sc, false, "Hostname", s->hostname, sizeof(s->hostname));
-  mbuf_label(sc, false, "DCGM_FI_DRIVER_VERSION", s->driver_version, sizeof(s->driver_version));
+  /* The counters file's one label field; a file without it leaves it out, as dcgm-exporter does. */
+  if (driver_label)
+    mbuf_label(sc, false, "DCGM_FI_DRIVER_VERSION", s->driver_version, sizeof(s->driver_version));
 }
 
 static const char *gpu_uuid(const struct gs_snapshot *s, int index)
@@ -262,44 +265,79 @@ static void sample_start(struct mbuf *b, const char *name, const struct mbuf *sc
   mbuf_put(b, "} ", 2);
 }
 
-enum gpu_field { GF_SM_CLOCK, GF_MEM_CLOCK, GF_TEMP, GF_POWER, GF_UTIL, GF_FB_FREE, GF_FB_USED };
+#include "metrics-internal.h"
 
-/* dcgm-exporter's default-counters.csv order, names, types and help texts. */
-static const struct {
-  enum gpu_field field;
-  const char *name, *help;
-} dcgm_series[] = {
-  { GF_SM_CLOCK, "DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz)." },
-  { GF_MEM_CLOCK, "DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz)." },
-  { GF_TEMP, "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)." },
-  { GF_POWER, "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)." },
-  { GF_UTIL, "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)." },
-  { GF_FB_FREE, "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)." },
-  { GF_FB_USED, "DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)." },
-};
+#define MIB_SHIFT 20 /* DCGM reports framebuffer sizes in whole MiB, rounded down */
 
-static void gpu_value(struct mbuf *b, const struct gs_snap_gpu *g, enum gpu_field f)
+static void gpu_value(struct mbuf *b, const struct gs_snap_gpu *g, enum gs__gpu_field f)
 {
   switch (f) {
   case GF_SM_CLOCK: mbuf_u64(b, g->sm_clock_mhz); break;
   case GF_MEM_CLOCK: mbuf_u64(b, g->mem_clock_mhz); break;
+  case GF_MEM_TEMP: mbuf_u64(b, g->mem_temp_c); break;
   case GF_TEMP: mbuf_u64(b, g->temp_c); break;
   case GF_POWER: mbuf_decimal(b, g->power_mw / 1000u, g->power_mw % 1000u, 3); break;
+  case GF_ENERGY: mbuf_u64(b, g->energy_mj); break;
+  case GF_PCIE_REPLAY: mbuf_u64(b, g->pcie_replays); break;
   case GF_UTIL: mbuf_u64(b, g->util_pct); break;
-  /* DCGM reports framebuffer sizes in whole MiB, rounded down. */
-  case GF_FB_FREE: mbuf_u64(b, g->fb_free_bytes >> 20); break;
-  case GF_FB_USED: mbuf_u64(b, g->fb_used_bytes >> 20); break;
+  case GF_MEM_COPY_UTIL: mbuf_u64(b, g->mem_util_pct); break;
+  case GF_ENC_UTIL: mbuf_u64(b, g->enc_util_pct); break;
+  case GF_DEC_UTIL: mbuf_u64(b, g->dec_util_pct); break;
+  case GF_XID: mbuf_u64(b, g->xid_last); break;
+  case GF_FB_FREE: mbuf_u64(b, g->fb_free_bytes >> MIB_SHIFT); break;
+  case GF_FB_USED: mbuf_u64(b, g->fb_used_bytes >> MIB_SHIFT); break;
+  case GF_FB_RESERVED: mbuf_u64(b, g->fb_reserved_bytes >> MIB_SHIFT); break;
+  case GF_NVLINK: mbuf_u64(b, g->nvlink_kib); break;
+  case GF_VGPU_LICENSE: mbuf_u64(b, g->vgpu_license); break;
+  case GF_REMAP_UNC: mbuf_u64(b, g->remapped_unc); break;
+  case GF_REMAP_CORR: mbuf_u64(b, g->remapped_corr); break;
+  case GF_REMAP_FAILURE: mbuf_u64(b, g->remap_failure); break;
+  case GF_PROF_GR: mbuf_double(b, g->prof_gr_active); break;
+  case GF_PROF_TENSOR: mbuf_double(b, g->prof_tensor_active); break;
+  case GF_PROF_DRAM: mbuf_double(b, g->prof_dram_active); break;
+  case GF_PROF_PCIE_TX: mbuf_double(b, g->prof_pcie_tx_bps); break;
+  case GF_PROF_PCIE_RX: mbuf_double(b, g->prof_pcie_rx_bps); break;
   }
 }
 
-static void render_gpus(struct mbuf *b, const struct gs_snapshot *s, const struct mbuf *sc,
+/* dcgm-exporter adds err_code and err_msg to DCGM_FI_DEV_XID_ERRORS, after the other labels. */
+static void xid_labels(struct mbuf *b, uint64_t xid)
+{
+  char code[24];
+  snprintf(code, sizeof(code), "%llu", (unsigned long long) xid);
+  mbuf_label(b, false, "err_code", code, sizeof(code));
+  mbuf_label(b, false, "err_msg", gs_xid_text(xid), GS_SNAP_STR);
+}
+
+static bool gpu_has(const struct gs_snap_gpu *g, const struct gs__dcgm_field *f)
+{
+  return (g->have & f->have) == f->have;
+}
+
+static void render_gpus(struct mbuf *b, const struct gs_snapshot *s,
+                        const struct gs_metrics_fields *fields, const struct mbuf *sc,
                         const struct labelset *ls)
 {
-  for (size_t k = 0; k < sizeof(dcgm_series) / sizeof(dcgm_series[0]); k++) {
-    series_header(b, dcgm_series[k].name, "gauge", dcgm_series[k].help);
+  for (int k = 0; k < fields->n; k++) {
+    const struct gs_metrics_field *sel = &fields->field[k];
+    const struct gs__dcgm_field *f = &gs__dcgm_fields[sel->id];
+    int with = 0;
+    for (int i = 0; i < s->ngpus; i++)
+      with += gpu_has(&s->gpus[i], f);
+    /* A reading no GPU gives has no family at all, as in dcgm-exporter. */
+    if (f->have && with == 0)
+      continue;
+    series_header(b, f->name, sel->counter ? "counter" : "gauge", sel->help);
     for (int i = 0; i < s->ngpus; i++) {
-      sample_start(b, dcgm_series[k].name, sc, &ls[i]);
-      gpu_value(b, &s->gpus[i], dcgm_series[k].field);
+      if (!gpu_has(&s->gpus[i], f))
+        continue;
+      mbuf_puts(b, f->name);
+      mbuf_put(b, "{", 1);
+      mbuf_put(b, sc->p + ls[i].off, ls[i].len);
+      if (f->field == GF_XID)
+        xid_labels(b, s->gpus[i].xid_last);
+      mbuf_put(b, "} ", 2);
+      gpu_value(b, &s->gpus[i], f->field);
       mbuf_put(b, "\n", 1);
     }
   }
@@ -426,12 +464,13 @@ static int check_snapshot(const struct gs_snapshot *s, gs_error_t *err)
 }
 
 /* Renders every row's label set into sc; ls gets ngpus GPU sets, then ntenants tenant sets. */
-static void render_labelsets(struct mbuf *sc, const struct gs_snapshot *s, struct labelset *ls)
+static void render_labelsets(struct mbuf *sc, const struct gs_snapshot *s,
+                             const struct gs_metrics_fields *fields, struct labelset *ls)
 {
   for (int i = 0; i < s->ngpus + s->ntenants; i++) {
     ls[i].off = sc->len;
     if (i < s->ngpus)
-      gpu_labels(sc, s, &s->gpus[i]);
+      gpu_labels(sc, s, &s->gpus[i], fields->driver_label);
     else
       tenant_labels(sc, s, &s->tenants[i - s->ngpus]);
     ls[i].len = sc->len - ls[i].off;
@@ -441,6 +480,13 @@ static void render_labelsets(struct mbuf *sc, const struct gs_snapshot *s, struc
 int gs_metrics_render(const struct gs_snapshot *s, const struct gs_metrics_health *h, char **out,
                       size_t *len, gs_error_t *err)
 {
+  return gs_metrics_render_fields(s, gs_metrics_fields_default(), h, out, len, err);
+}
+
+int gs_metrics_render_fields(const struct gs_snapshot *s, const struct gs_metrics_fields *fields,
+                             const struct gs_metrics_health *h, char **out, size_t *len,
+                             gs_error_t *err)
+{
   if (check_snapshot(s, err) < 0)
     return -1;
   size_t rows = (size_t) s->ngpus + (size_t) s->ntenants;
@@ -449,9 +495,9 @@ int gs_metrics_render(const struct gs_snapshot *s, const struct gs_metrics_healt
   if (ls) {
     /* Sized for a typical row, so that most renders never grow the buffers. */
     mbuf_reserve(&sc, rows * 192);
-    mbuf_reserve(&b, 4096 + (size_t) s->ngpus * 7 * 256 + (size_t) s->ntenants * 6 * 256);
-    render_labelsets(&sc, s, ls);
-    render_gpus(&b, s, &sc, ls);
+    mbuf_reserve(&b, 8192 + (size_t) s->ngpus * 25 * 320 + (size_t) s->ntenants * 6 * 256);
+    render_labelsets(&sc, s, fields, ls);
+    render_gpus(&b, s, fields, &sc, ls);
     render_tenants(&b, s, &sc, ls + s->ngpus);
     if (h)
       render_health(&b, h);

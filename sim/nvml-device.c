@@ -231,11 +231,23 @@ static void memory_read(struct gpusim_dev *dev, unsigned long long *total, unsig
     *used = *total;
 }
 
+/* The memory the driver keeps for itself: on real parts a few hundred MiB that no process
+ * holds, which memory info v1 counts as used and v2 reports apart. The simulated driver
+ * keeps 1/160 of the device, whole MiB (509 MiB of an H100's 81559). Its CUDA library does
+ * not keep it back from allocations, so a device filled past that point shows the reserve
+ * shrunk to what is left: used + free + reserved stays the total. */
+static unsigned long long memory_reserved(unsigned long long total, unsigned long long used)
+{
+  unsigned long long r = total / 160 & ~((1ULL << 20) - 1);
+  return r < total - used ? r : total - used;
+}
+
 GPUSIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
   struct gpusim_dev *dev;
   GSN_TRY(gpusim_nvml_device_arg(device, memory, &dev, NULL));
   memory_read(dev, &memory->total, &memory->used);
+  memory->used += memory_reserved(memory->total, memory->used); /* v1's used includes it */
   memory->free = memory->total - memory->used;
   return NVML_SUCCESS;
 }
@@ -247,7 +259,7 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemo
   if (memory->version != nvmlMemory_v2)
     return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   memory_read(dev, &memory->total, &memory->used);
-  memory->reserved = 0;
-  memory->free = memory->total - memory->used;
+  memory->reserved = memory_reserved(memory->total, memory->used);
+  memory->free = memory->total - memory->used - memory->reserved;
   return NVML_SUCCESS;
 }

@@ -4,6 +4,8 @@
 #ifndef GPUSIM_NVML_INTERNAL_H
 #define GPUSIM_NVML_INTERNAL_H
 
+#include <stdbool.h>
+
 #include "gs-nvml.h"
 #include "sim-state.h"
 
@@ -44,6 +46,19 @@ nvmlReturn_t gpusim_nvml_copy_str(char *buf, unsigned int len, const char *s);
 
 /* The device's busy percentage over the last sample period, rounded to nearest. */
 unsigned int gpusim_nvml_gpu_util(const struct gpusim_dev *dev);
+
+/* The device's temperatures, C: the die's, and its memory's (HBM parts only; 0 elsewhere). */
+unsigned int gpusim_nvml_gpu_temp(const struct gpusim_dev *dev);
+unsigned int gpusim_nvml_mem_temp(const struct gpusim_dev *dev);
+/* Energy used since the state was made, mJ: the power draw (nvml-sensors.c) integrated over
+ * the device's idle and busy time. */
+unsigned long long gpusim_nvml_energy_mj(const struct gpusim_dev *dev);
+
+/* What a model has. HBM (memory temperature, row remapping) and NVLink: the A100, H100 and
+ * H200 parts, all SXM boards; T4 and L4 are PCIe cards with GDDR memory. GPM: Hopper. */
+bool gpusim_nvml_has_hbm(const struct gpusim_model *model);
+unsigned int gpusim_nvml_nvlinks(const struct gpusim_model *model);
+bool gpusim_nvml_has_gpm(const struct gpusim_model *model);
 
 /* The PCI bus of device `index`; the simulated CUDA library reports the same. */
 #define NVML_SIM_PCI_BUS(index) (0x10u + (unsigned) (index))

@@ -1,6 +1,7 @@
-/* Simulated NVML: temperature, power and clocks. None of these is measured: each is a fixed
- * function of the model and of the device's current utilization (nvml-util.c), so the same
- * timeline always reads the same, and a busy device looks hotter, hungrier and faster. */
+/* Simulated NVML: temperature, power, energy and clocks. None of these is measured: each is a
+ * fixed function of the model and of the device's utilization (nvml-util.c), so the same
+ * timeline always reads the same, and a busy device looks hotter, hungrier and faster. The
+ * energy counter integrates the power law over the device's whole timeline. */
 #include "nvml-internal.h"
 
 /* Idle and full-load points of the simulated sensors. */
@@ -8,6 +9,7 @@
 #define TEMP_SPAN_C 50u          /* added at 100% utilization */
 #define POWER_IDLE_PERCENT 15u   /* of the board power limit */
 #define SM_CLOCK_IDLE_DIVISOR 5u /* an idle SM clock is a fifth of its maximum */
+#define MEM_TEMP_ABOVE_C 4u      /* HBM stacks read a few degrees above the die */
 
 GPUSIM_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
                                                  nvmlTemperatureSensors_t sensorType,
@@ -17,8 +19,45 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
   GSN_TRY(gpusim_nvml_device(device, &dev, NULL));
   if (!temp || sensorType != NVML_TEMPERATURE_GPU)
     return NVML_ERROR_INVALID_ARGUMENT;
-  *temp = TEMP_IDLE_C + (TEMP_SPAN_C * gpusim_nvml_gpu_util(dev) + 50u) / 100u;
+  *temp = gpusim_nvml_gpu_temp(dev);
   return NVML_SUCCESS;
+}
+
+unsigned int gpusim_nvml_gpu_temp(const struct gpusim_dev *dev)
+{
+  return TEMP_IDLE_C + (TEMP_SPAN_C * gpusim_nvml_gpu_util(dev) + 50u) / 100u;
+}
+
+unsigned int gpusim_nvml_mem_temp(const struct gpusim_dev *dev)
+{
+  if (!gpusim_nvml_has_hbm(&gpusim_models[dev->model]))
+    return 0;
+  return gpusim_nvml_gpu_temp(dev) + MEM_TEMP_ABOVE_C;
+}
+
+/* The draw at idle and its rise at full load, mW. */
+static void power_points(const struct gpusim_model *model, unsigned long long *idle,
+                         unsigned long long *span)
+{
+  unsigned long long limit = model->power_limit_mw;
+  *idle = limit * POWER_IDLE_PERCENT / 100u;
+  *span = limit - *idle;
+}
+
+/* The same law as the power draw, integrated: idle power over all the time since the state
+ * was made, plus the rise to full power over the time the device was busy. */
+unsigned long long gpusim_nvml_energy_mj(const struct gpusim_dev *dev)
+{
+  struct gpusim_shared *s = gpusim_state(NULL);
+  uint64_t now = gpusim_now_ns();
+  uint64_t since = s->health[dev->index].created_ns;
+  uint64_t elapsed = now > since ? now - since : 0;
+  uint64_t busy = gpusim_busy_total_ns(dev->index, now);
+  unsigned long long idle, span;
+  power_points(&gpusim_models[dev->model], &idle, &span);
+  /* mW x ns is 1e-9 mJ; 128 bits keep years of it exact. */
+  unsigned __int128 pj = (unsigned __int128) idle * elapsed + (unsigned __int128) span * busy;
+  return (unsigned long long) (pj / 1000000000u);
 }
 
 GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
@@ -26,9 +65,9 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned in
   struct gpusim_dev *dev;
   const struct gpusim_model *model;
   GSN_TRY(gpusim_nvml_device_arg(device, power, &dev, &model));
-  unsigned long long limit = model->power_limit_mw;
-  unsigned long long idle = limit * POWER_IDLE_PERCENT / 100u;
-  *power = (unsigned) (idle + (limit - idle) * gpusim_nvml_gpu_util(dev) / 100u);
+  unsigned long long idle, span;
+  power_points(model, &idle, &span);
+  *power = (unsigned) (idle + span * gpusim_nvml_gpu_util(dev) / 100u);
   return NVML_SUCCESS;
 }
 

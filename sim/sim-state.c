@@ -140,6 +140,7 @@ static void state_init(struct gpusim_shared *s, const char *spec, const int *mod
     s->dev[i].total_bytes = gpusim_models[models[i]].mem_bytes;
     init_mutex(&s->dev[i].mem_lock);
     init_mutex(&s->dev[i].exec_lock);
+    s->health[i].created_ns = gpusim_now_ns();
   }
   __atomic_store_n(&s->magic, GPUSIM_MAGIC, __ATOMIC_RELEASE);
 }
@@ -400,17 +401,17 @@ uint64_t gpusim_exec_schedule(int d, uint64_t not_before_ns, uint64_t dur_ns, ui
     dev->ring_count++;
   }
   dev->busy_until_ns = e;
+  g_state->health[d].busy_booked_ns += dur_ns;
   pthread_mutex_unlock(&dev->exec_lock);
   if (start)
     *start = s;
   return e;
 }
 
-uint64_t gpusim_busy_ns(int d, uint64_t from, uint64_t to, pid_t pid)
+/* gpusim_busy_ns with the device's exec_lock held. */
+static uint64_t busy_ns_locked(const struct gpusim_dev *dev, uint64_t from, uint64_t to, pid_t pid)
 {
-  struct gpusim_dev *dev = &g_state->dev[d];
   uint64_t busy = 0;
-  exec_lock(dev);
   uint64_t n = dev->ring_count < GPUSIM_RING ? dev->ring_count : GPUSIM_RING;
   for (uint64_t k = 0; k < n; k++) {
     const struct gpusim_interval *iv = &dev->ring[(dev->ring_count - 1 - k) % GPUSIM_RING];
@@ -423,6 +424,37 @@ uint64_t gpusim_busy_ns(int d, uint64_t from, uint64_t to, pid_t pid)
     if (e > s)
       busy += e - s;
   }
+  return busy;
+}
+
+uint64_t gpusim_busy_ns(int d, uint64_t from, uint64_t to, pid_t pid)
+{
+  struct gpusim_dev *dev = &g_state->dev[d];
+  exec_lock(dev);
+  uint64_t busy = busy_ns_locked(dev, from, to, pid);
   pthread_mutex_unlock(&dev->exec_lock);
   return busy;
+}
+
+uint64_t gpusim_busy_total_ns(int d, uint64_t now)
+{
+  struct gpusim_dev *dev = &g_state->dev[d];
+  exec_lock(dev);
+  /* Booked work that has not run yet is at the timeline's end, well inside the ring. */
+  uint64_t ahead = busy_ns_locked(dev, now, UINT64_MAX, 0);
+  uint64_t booked = g_state->health[d].busy_booked_ns;
+  pthread_mutex_unlock(&dev->exec_lock);
+  return booked > ahead ? booked - ahead : 0;
+}
+
+void gpusim_xid_record(int d, uint64_t xid)
+{
+  struct gpusim_dev *dev = &g_state->dev[d];
+  struct gpusim_dev_health *h = &g_state->health[d];
+  /* The lock orders injectors; readers see an entry once the count that covers it is stored. */
+  exec_lock(dev);
+  uint64_t n = atomic_load(&h->xid_count);
+  h->xid[n % GPUSIM_XID_RING] = xid;
+  atomic_store(&h->xid_count, n + 1);
+  pthread_mutex_unlock(&dev->exec_lock);
 }

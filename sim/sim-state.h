@@ -26,9 +26,10 @@
 #include "sim-models.h"
 
 #define GPUSIM_MAGIC 0x4753494d53544154ULL /* "GSIMSTAT" */
-#define GPUSIM_VERSION 1
+#define GPUSIM_VERSION 2
 #define GPUSIM_MAX_PROCS 1024
 #define GPUSIM_RING 4096
+#define GPUSIM_XID_RING 64
 
 struct gpusim_interval {
   uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
@@ -59,6 +60,17 @@ struct gpusim_proc {
   _Atomic uint32_t contexts[GPUSIM_MAX_DEVICES];
 };
 
+/* Per device, what NVML reports beyond memory and the timeline's recent past: the device's
+ * whole busy time since the state was made (its energy counter integrates over it) and the
+ * XID errors a test injected (gpusim_xid_inject), which NVML's events deliver. */
+struct gpusim_dev_health {
+  uint64_t created_ns;     /* CLOCK_MONOTONIC when the state was made: the "driver load" */
+  uint64_t busy_booked_ns; /* every interval ever handed out, summed; under exec_lock */
+  _Atomic uint64_t
+    xid_count; /* XIDs ever injected; xid[(count - 1) % GPUSIM_XID_RING] is the newest */
+  uint64_t xid[GPUSIM_XID_RING];
+};
+
 struct gpusim_shared {
   uint64_t magic;
   uint32_t version;
@@ -68,6 +80,7 @@ struct gpusim_shared {
   char spec[256];
   struct gpusim_dev dev[GPUSIM_MAX_DEVICES];
   struct gpusim_proc proc[GPUSIM_MAX_PROCS];
+  struct gpusim_dev_health health[GPUSIM_MAX_DEVICES];
 };
 
 /* The state file's layout, pinned: every process on the simulated driver maps it. A change
@@ -105,7 +118,15 @@ _Static_assert(offsetof(struct gpusim_shared, spec) == 24, "bump GPUSIM_VERSION"
 _Static_assert(offsetof(struct gpusim_shared, dev) == 280, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_shared, proc) == 280 + 16 * sizeof(struct gpusim_dev),
                "bump GPUSIM_VERSION");
-_Static_assert(sizeof(struct gpusim_shared) == 280 + 16 * sizeof(struct gpusim_dev) + 1024 * 208,
+_Static_assert(sizeof(struct gpusim_dev_health) == 24 + 64 * 8,
+               "gpusim_dev_health changed: bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_dev_health, busy_booked_ns) == 8, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_dev_health, xid_count) == 16, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_shared, health) ==
+                 280 + 16 * sizeof(struct gpusim_dev) + 1024 * 208,
+               "bump GPUSIM_VERSION");
+_Static_assert(sizeof(struct gpusim_shared) ==
+                 280 + 16 * sizeof(struct gpusim_dev) + 1024 * 208 + 16 * (24 + 64 * 8),
                "gpusim_shared changed: bump GPUSIM_VERSION");
 
 /* Maps the shared state described by GPUSLICE_SIM, creating it on first use. The mapping is
@@ -125,6 +146,14 @@ int gpusim_reap_dead(void);
 /* Appends a kernel of dur_ns to the device's timeline, starting no earlier than not_before_ns.
  * Returns its end; *start receives its start. */
 uint64_t gpusim_exec_schedule(int dev, uint64_t not_before_ns, uint64_t dur_ns, uint64_t *start);
+
+/* Busy nanoseconds on the device since the state was made up to now: booked work that has
+ * already run. */
+uint64_t gpusim_busy_total_ns(int dev, uint64_t now);
+
+/* Records XID error `xid` on device dev, as the driver would on a fault: every event set
+ * registered for XIDs on that device receives it. A test control, never called by gpuslice. */
+void gpusim_xid_record(int dev, uint64_t xid);
 
 /* Busy nanoseconds on the device in [from, to), for one pid or for all (pid == 0). */
 uint64_t gpusim_busy_ns(int dev, uint64_t from, uint64_t to, pid_t pid);

@@ -5,6 +5,7 @@
 #ifndef GS_METRICS_H
 #define GS_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,44 @@ struct gs_metrics_health {
  * *err filled (out of memory, or a snapshot whose counts are negative). Never prints. */
 int gs_metrics_render(const struct gs_snapshot *s, const struct gs_metrics_health *h, char **out,
                       size_t *len, gs_error_t *err);
+
+/* The GPU fields to serve, chosen by a counters file in dcgm-exporter's format (its
+ * --collectors CSV: `DCGM field, Prometheus type, HELP text` per line, `#` comments), each
+ * served with the file's TYPE and HELP, in the file's order. The built-in choice is
+ * dcgm-exporter's default set (data/dcgm-exporter/default-counters.csv). */
+#define GS_METRICS_FIELDS_MAX 64
+#define GS_METRICS_HELP_MAX 256
+
+struct gs_metrics_field {
+  int id;       /* which of gpuslice's fields */
+  bool counter; /* TYPE counter, else gauge */
+  char help[GS_METRICS_HELP_MAX];
+};
+
+struct gs_metrics_fields {
+  int n;
+  struct gs_metrics_field field[GS_METRICS_FIELDS_MAX];
+  bool driver_label; /* DCGM_FI_DRIVER_VERSION, a label field, is on the GPU series */
+};
+
+/* dcgm-exporter's default set: every field gpuslice has, with dcgm-exporter's TYPEs and HELP. */
+const struct gs_metrics_fields *gs_metrics_fields_default(void);
+/* Reads a counters file's text into *f. A field gpuslice does not serve, a line that is not
+ * three comma-separated fields, a TYPE other than gauge, counter or label (label for
+ * DCGM_FI_DRIVER_VERSION only, and only it), a field listed twice: -1 with one line in err,
+ * "line N: <what> (`<the line>`)". */
+int gs_metrics_fields_parse(const char *text, struct gs_metrics_fields *f, gs_error_t *err);
+/* gs_metrics_fields_parse of a file; errors start with "counters file PATH: ". */
+int gs_metrics_fields_load(const char *path, struct gs_metrics_fields *f, gs_error_t *err);
+
+/* gs_metrics_render with the GPU fields of `fields` instead of the default set. */
+int gs_metrics_render_fields(const struct gs_snapshot *s, const struct gs_metrics_fields *fields,
+                             const struct gs_metrics_health *h, char **out, size_t *len,
+                             gs_error_t *err);
+
+/* NVIDIA's name for XID error `xid`, as dcgm-exporter's err_msg label gives it; "No Error"
+ * for 0 and "Unknown Error" for a code the table does not name. Static text. */
+const char *gs_xid_text(uint64_t xid);
 
 /* The Content-Type to serve the text with. */
 #define GS_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"

@@ -20,11 +20,46 @@ struct gs_snap_gpu {
   char pci_bus_id[GS_SNAP_STR]; /* "00000000:3B:00.0" */
   char device[16];              /* "nvidia0" */
   char model[GS_SNAP_STR];      /* nvmlDeviceGetName */
-  uint64_t fb_total_bytes, fb_used_bytes, fb_free_bytes;
-  unsigned util_pct; /* nvmlDeviceGetUtilizationRates().gpu */
+  /* Memory info v2 where the driver has it: used without, reserved apart from, the driver's
+   * own reserve; with v1 only, used includes it and reserved is 0 (GS_SNAP_HAVE_FB_RESERVED unset). */
+  uint64_t fb_total_bytes, fb_used_bytes, fb_free_bytes, fb_reserved_bytes;
+  unsigned util_pct;     /* nvmlDeviceGetUtilizationRates().gpu */
+  unsigned mem_util_pct; /* ... .memory: DCGM's memory copy utilization */
   unsigned power_mw;
   unsigned temp_c;
   unsigned sm_clock_mhz, mem_clock_mhz;
+  /* The rest of dcgm-exporter's default fields. Each is valid only when its bit is in `have`:
+   * a GPU that cannot give a reading gets no sample, as with dcgm-exporter. */
+  uint32_t have; /* GS_SNAP_HAVE_* */
+  unsigned mem_temp_c;
+  uint64_t energy_mj; /* since the driver was loaded */
+  unsigned pcie_replays;
+  unsigned enc_util_pct, dec_util_pct;
+  uint64_t xid_last;     /* the last XID error NVML reported since the daemon started; 0: none */
+  uint64_t nvlink_kib;   /* NVLink data sent and received over all links, KiB */
+  unsigned vgpu_license; /* 0: no vGPU licence held (bare metal, passthrough) */
+  unsigned remapped_corr, remapped_unc, remap_failure;
+  /* GPM (Hopper and later) over the last sampling interval: ratios 0..1, PCIe in bytes/s. */
+  double prof_gr_active, prof_tensor_active, prof_dram_active;
+  double prof_pcie_tx_bps, prof_pcie_rx_bps;
+};
+
+enum {
+  GS_SNAP_HAVE_FB_RESERVED = 1u << 0,
+  GS_SNAP_HAVE_MEM_TEMP = 1u << 1,
+  GS_SNAP_HAVE_ENERGY = 1u << 2,
+  GS_SNAP_HAVE_PCIE_REPLAY = 1u << 3,
+  GS_SNAP_HAVE_ENC = 1u << 4,
+  GS_SNAP_HAVE_DEC = 1u << 5,
+  GS_SNAP_HAVE_XID = 1u << 6, /* the driver delivers XID events */
+  GS_SNAP_HAVE_NVLINK = 1u << 7,
+  GS_SNAP_HAVE_VGPU_LICENSE = 1u << 8,
+  GS_SNAP_HAVE_REMAP = 1u << 9,
+  GS_SNAP_HAVE_PROF_GR = 1u << 10,
+  GS_SNAP_HAVE_PROF_TENSOR = 1u << 11,
+  GS_SNAP_HAVE_PROF_DRAM = 1u << 12,
+  GS_SNAP_HAVE_PROF_PCIE_TX = 1u << 13,
+  GS_SNAP_HAVE_PROF_PCIE_RX = 1u << 14,
 };
 
 struct gs_snap_label {

@@ -52,6 +52,40 @@ class ProcessUtilSample(C.Structure):
                 ("encUtil", C.c_uint), ("decUtil", C.c_uint)]
 
 
+class FieldValue(C.Structure):
+    _fields_ = [("fieldId", C.c_uint), ("scopeId", C.c_uint), ("timestamp", C.c_longlong),
+                ("latencyUsec", C.c_longlong), ("valueType", C.c_int), ("nvmlReturn", C.c_int),
+                ("value", C.c_ulonglong)]  # the union, read as its widest integer member
+
+
+class EventData(C.Structure):
+    _fields_ = [("device", C.c_void_p), ("eventType", C.c_ulonglong), ("eventData", C.c_ulonglong),
+                ("gpuInstanceId", C.c_uint), ("computeInstanceId", C.c_uint)]
+
+
+class GpmMetric(C.Structure):
+    _fields_ = [("metricId", C.c_uint), ("nvmlReturn", C.c_int), ("value", C.c_double),
+                ("shortName", C.c_char_p), ("longName", C.c_char_p), ("unit", C.c_char_p)]
+
+
+NVML_GPM_METRIC_MAX = 333
+
+
+class GpmMetricsGet(C.Structure):
+    _fields_ = [("version", C.c_uint), ("numMetrics", C.c_uint), ("sample1", C.c_void_p), ("sample2", C.c_void_p),
+                ("metrics", GpmMetric * NVML_GPM_METRIC_MAX)]
+
+
+class GpmSupport(C.Structure):
+    _fields_ = [("version", C.c_uint), ("isSupportedDevice", C.c_uint)]
+
+
+FIELDS = {"memory_temp": 82, "energy": 83, "pcie_replay": 94, "nvlink_tx": 138, "nvlink_rx": 139,
+          "remapped_cor": 142, "remapped_unc": 143, "remapped_pending": 144, "remapped_failure": 145,
+          "unsimulated": 1, "out_of_range": 9999}
+XID_EVENT = 0x8
+
+
 def out(**kw):
     print(json.dumps(kw), flush=True)
 
@@ -241,11 +275,11 @@ def cmd_memwatch(argv):
     limit, dev = int(argv[0]), int(argv[1]) if len(argv) > 1 else 0
     lib = nvml_init()
     h = handle(lib, dev)
-    out(ready=True, used=nvml_mem(lib, h)["used"])
+    out(ready=True, used=nvml_mem(lib, h)["v2"]["used"])
     sys.stdin.readline()
     t0 = time.monotonic()
     while True:
-        used = nvml_mem(lib, h)["used"]
+        used = nvml_mem(lib, h)["v2"]["used"]
         if used <= limit or time.monotonic() - t0 > 5:
             break
         time.sleep(0.01)
@@ -346,7 +380,132 @@ def cmd_identity(argv):
                   "total": cu_total.value})
 
 
-COMMANDS = {"identity": cmd_identity, "init": cmd_init, "devices": cmd_devices, "api": cmd_api, "sensors": cmd_sensors, "hold": cmd_hold,
+def field_values(lib, h, names, scope=0xFFFFFFFF):
+    vals = (FieldValue * len(names))()
+    for i, n in enumerate(names):
+        vals[i].fieldId, vals[i].scopeId = FIELDS[n], scope
+    rc = lib.nvmlDeviceGetFieldValues(h, len(names), vals)
+    assert rc == NVML_SUCCESS, rc
+    return {n: {"rc": v.nvmlReturn, "type": v.valueType,
+                "value": v.value & 0xFFFFFFFF if v.valueType == 1 else v.value,
+                "stamp_us": v.timestamp} for n, v in zip(names, vals)}
+
+
+def cmd_fields(argv):
+    """Every reading behind dcgm-exporter's default fields that has its own call, for device DEV."""
+    dev = int(argv[0]) if argv else 0
+    lib = nvml_init()
+    h = handle(lib, dev)
+    res = {"fields": field_values(lib, h, list(FIELDS)), "now_us": int(time.time() * 1e6)}
+    energy, u, period, replay = C.c_ulonglong(), C.c_uint(), C.c_uint(), C.c_uint()
+    res["energy_rc"] = lib.nvmlDeviceGetTotalEnergyConsumption(h, C.byref(energy))
+    res["energy"] = energy.value
+    res["replay_rc"] = lib.nvmlDeviceGetPcieReplayCounter(h, C.byref(replay))
+    res["replay"] = replay.value
+    for what in ("Encoder", "Decoder"):
+        u.value, period.value = 77, 0
+        rc = getattr(lib, f"nvmlDeviceGet{what}Utilization")(h, C.byref(u), C.byref(period))
+        res[what.lower()] = {"rc": rc, "util": u.value, "period_us": period.value}
+    rows = [C.c_uint(7) for _ in range(4)]
+    rc = lib.nvmlDeviceGetRemappedRows(h, *map(C.byref, rows))
+    res["remapped"] = {"rc": rc, "rows": [r.value for r in rows]}
+    mode = C.c_int(-1)
+    res["virt_rc"] = lib.nvmlDeviceGetVirtualizationMode(h, C.byref(mode))
+    res["virt"] = mode.value
+    out(**res)
+
+
+def cmd_energy(argv):
+    """Total energy (mJ) before and after SECONDS of DUTY busy kernels on device 0, and idle for as long."""
+    seconds, duty = float(argv[0]), float(argv[1])
+    lib = nvml_init()
+    h = handle(lib, 0)
+    cuda = Cuda(0)
+    fn = cuda.busy_kernel()
+    e = C.c_ulonglong()
+
+    def energy():
+        assert lib.nvmlDeviceGetTotalEnergyConsumption(h, C.byref(e)) == NVML_SUCCESS
+        return e.value, time.monotonic()
+    e0, t0 = energy()
+    time.sleep(seconds)
+    e1, t1 = energy()
+    while time.monotonic() < t1 + seconds:
+        cuda.launch_busy(fn, int(10000 * duty))
+        cuda.sync()
+        time.sleep(0.01 * (1 - duty))
+    e2, t2 = energy()
+    out(idle_mj=e1 - e0, idle_s=t1 - t0, busy_mj=e2 - e1, busy_s=t2 - t1)
+
+
+def cmd_xid_inject(argv):
+    """The simulator's test control: records XID CODE on device DEV."""
+    dev, code = int(argv[0]), int(argv[1])
+    lib = nvml()
+    err = C.create_string_buffer(256)
+    rc = lib.gpusim_xid_inject(C.c_uint(dev), C.c_ulonglong(code), err, C.c_size_t(256))
+    out(rc=rc, err=err.value.decode())
+
+
+def cmd_events(argv):
+    """Registers for XIDs on every device, says ready, waits for a line on stdin, then reads
+    events until one wait of TIMEOUT_MS times out."""
+    timeout = int(argv[0]) if argv else 200
+    lib = nvml_init()
+    count = C.c_uint()
+    assert lib.nvmlDeviceGetCount_v2(C.byref(count)) == NVML_SUCCESS
+    handles = [handle(lib, i) for i in range(count.value)]
+    es = C.c_void_p()
+    assert lib.nvmlEventSetCreate(C.byref(es)) == NVML_SUCCESS
+    types = C.c_ulonglong()
+    assert lib.nvmlDeviceGetSupportedEventTypes(handles[0], C.byref(types)) == NVML_SUCCESS
+    regs = [lib.nvmlDeviceRegisterEvents(h, C.c_ulonglong(XID_EVENT), es) for h in handles]
+    bad_type = lib.nvmlDeviceRegisterEvents(handles[0], C.c_ulonglong(0x1), es)
+    out(ready=True, supported=types.value, registered=regs, bad_type=bad_type)
+    sys.stdin.readline()
+    events = []
+    while True:
+        d = EventData()
+        rc = lib.nvmlEventSetWait_v2(es, C.byref(d), C.c_uint(timeout))
+        if rc != NVML_SUCCESS:
+            break
+        events.append({"gpu": [h.value for h in handles].index(d.device), "type": d.eventType, "xid": d.eventData,
+                       "gi": d.gpuInstanceId})
+    out(events=events, end_rc=rc, free_rc=lib.nvmlEventSetFree(es))
+
+
+def cmd_gpm(argv):
+    """GPM on device DEV: support, then two samples around SECONDS of DUTY busy kernels and the metrics."""
+    dev, seconds, duty = int(argv[0]), float(argv[1]), float(argv[2])
+    lib = nvml_init()
+    h = handle(lib, dev)
+    sup = GpmSupport(version=1)
+    res = {"support_rc": lib.nvmlGpmQueryDeviceSupport(h, C.byref(sup)), "supported": sup.isSupportedDevice,
+           "bad_version": lib.nvmlGpmQueryDeviceSupport(h, C.byref(GpmSupport(version=9)))}
+    a, b = C.c_void_p(), C.c_void_p()
+    assert lib.nvmlGpmSampleAlloc(C.byref(a)) == NVML_SUCCESS and lib.nvmlGpmSampleAlloc(C.byref(b)) == NVML_SUCCESS
+    res["sample_rc"] = lib.nvmlGpmSampleGet(h, a)
+    if res["sample_rc"] == NVML_SUCCESS:
+        cuda = Cuda(dev)
+        fn = cuda.busy_kernel()
+        t_end = time.monotonic() + seconds
+        while time.monotonic() < t_end:
+            cuda.launch_busy(fn, int(10000 * duty))
+            cuda.sync()
+            time.sleep(0.01 * (1 - duty))
+        assert lib.nvmlGpmSampleGet(h, b) == NVML_SUCCESS
+        ids = {"graphics": 1, "tensor": 5, "dram": 10, "pcie_tx": 20, "pcie_rx": 21, "unsimulated": 30}
+        m = GpmMetricsGet(version=1, numMetrics=len(ids), sample1=a, sample2=b)
+        for i, mid in enumerate(ids.values()):
+            m.metrics[i].metricId = mid
+        res["metrics_rc"] = lib.nvmlGpmMetricsGet(C.byref(m))
+        res["metrics"] = {k: {"rc": m.metrics[i].nvmlReturn, "value": m.metrics[i].value} for i, k in enumerate(ids)}
+    res["free_rc"] = [lib.nvmlGpmSampleFree(a), lib.nvmlGpmSampleFree(b)]
+    out(**res)
+
+
+COMMANDS = {"fields": cmd_fields, "energy": cmd_energy, "xid_inject": cmd_xid_inject, "events": cmd_events,
+            "gpm": cmd_gpm, "identity": cmd_identity, "init": cmd_init, "devices": cmd_devices, "api": cmd_api, "sensors": cmd_sensors, "hold": cmd_hold,
             "meminfo": cmd_meminfo, "memwatch": cmd_memwatch, "procs": cmd_procs, "busy": cmd_busy}
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ from prometheus_server import PROMETHEUS, Prometheus, metrics
 from test_sim_nvml import probe
 
 PROMTOOL = shutil.which("promtool")
-CAMEL = re.compile(r"^DCGM_FI_DEV_[A-Z_]+ label names should be written in 'snake_case' not 'camelCase'$")
+CAMEL = re.compile(r"^DCGM_FI_(DEV|PROF)_[A-Z_]+ label names should be written in 'snake_case' not 'camelCase'$")
+TOTAL = re.compile(r'^DCGM_FI_DEV_[A-Z_]+ counter metrics should have "_total" suffix$'
+                   r"|^DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'$")
 
 pytestmark = pytest.mark.skipif(not PROMTOOL or not shutil.which(PROMETHEUS),
                                 reason="prometheus and promtool (Debian package prometheus) are not installed")
@@ -55,8 +57,9 @@ def test_metrics_pass_promtool(node):
     r = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
     problems = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
     assert r.returncode in (0, 3), problems  # 3: lint remarks only
-    # The one remark is about dcgm-exporter's own modelName label, kept for its dashboards.
-    assert all(CAMEL.match(p) for p in problems), problems
+    # The remarks are about dcgm-exporter's own names, kept for its dashboards: the modelName
+    # label, and its counters without the _total suffix.
+    assert all(CAMEL.match(p) or TOTAL.match(p) for p in problems), problems
     assert "gpuslice_daemon_up 1" in text
 
 
@@ -71,7 +74,7 @@ def test_prometheus_scrapes_and_promql_returns_sim_values(node, tmp_path):
         by_team = prom.query('sum by (label_team) (gpuslice_tenant_vram_used_bytes{label_team="vision"})')
         up = prom.query('up{job="gpuslice"}')
     (fb,) = fb
-    assert float(fb["value"][1]) == dev["memory"]["used"] // MIB
+    assert float(fb["value"][1]) == dev["memory"]["v2"]["used"] // MIB
     labels = fb["metric"]
     assert labels["UUID"] == dev["uuid"]
     assert labels["pci_bus_id"] == dev["bus_id"]

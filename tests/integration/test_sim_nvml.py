@@ -28,6 +28,11 @@ NVML_ERROR_UNKNOWN = 999
 ASAN = asan_runtime("libnvidia-ml.so.1")
 
 
+def reserved_of(total):
+    """The simulated driver's own reserve: 1/160 of the device, whole MiB."""
+    return total // 160 // MIB * MIB
+
+
 def probe_env(env):
     env = dict(env)
     if ASAN:
@@ -83,9 +88,12 @@ def test_devices_report_model_names_memory_pci_and_capability(tmp_path):
     assert [d["memory"]["total"] for d in devs] == [81559 * MIB] * 2 + [15360 * MIB]
     for i, d in enumerate(devs):
         assert d["index"] == i
-        assert d["memory"]["used"] == 0 and d["memory"]["free"] == d["memory"]["total"]
-        assert d["memory"]["v2"] == {"total": d["memory"]["total"], "used": 0, "free": d["memory"]["total"],
-                                     "reserved": 0}
+        # The driver's reserve: v1 counts it as used, v2 reports it apart.
+        reserved = reserved_of(d["memory"]["total"])
+        assert reserved > 0
+        assert d["memory"]["used"] == reserved and d["memory"]["free"] == d["memory"]["total"] - reserved
+        assert d["memory"]["v2"] == {"total": d["memory"]["total"], "used": 0,
+                                     "free": d["memory"]["total"] - reserved, "reserved": reserved}
         assert d["bus_id"] == f"00000000:{0x10 + i:02X}:00.0"
         assert d["bus_id_legacy"] == d["legacy_bus_id"] == f"0000:{0x10 + i:02X}:00.0"
         assert d["pci_device_id"] & 0xFFFF == 0x10DE and d["legacy_pci_device_id"] == d["pci_device_id"]
@@ -174,13 +182,15 @@ def test_memory_used_agrees_between_nvml_and_cuda_while_another_process_holds_me
     assert ready["ready"] and ready["total"] - ready["free"] >= 3 * GIB
     (m,), _ = probe(env, "meminfo", 0)
     nv, cu = m["nvml"], m["cuda"]
+    reserved = reserved_of(81559 * MIB)
     assert nv["total"] == cu["total"] == 81559 * MIB
-    assert nv["used"] == cu["used"] == nv["v2"]["used"]
-    assert nv["used"] >= 3 * GIB
-    assert nv["free"] == cu["free"] == nv["total"] - nv["used"]
+    assert nv["v2"]["used"] == cu["used"] == nv["used"] - reserved
+    assert nv["v2"]["used"] >= 3 * GIB
+    assert nv["free"] == nv["v2"]["free"] == cu["free"] - reserved == nv["total"] - nv["used"]
+    assert nv["v2"]["used"] + nv["v2"]["free"] + nv["v2"]["reserved"] == nv["total"]
     # Other devices are untouched.
     (m2,), _ = probe(env, "meminfo", 2)
-    assert m2["nvml"]["used"] == m2["cuda"]["used"] < 3 * GIB
+    assert m2["nvml"]["v2"]["used"] == m2["cuda"]["used"] < 3 * GIB
 
 
 def test_sigkilled_holder_memory_is_gone_from_nvml_used_within_1s(tmp_path, holders):
@@ -234,3 +244,85 @@ def test_nvml_utilization_is_within_5_points_of_the_true_busy_fraction(tmp_path)
     assert r["proc_count"] == 1 and len(r["proc_mine"]) == 1
     assert abs(r["proc_mine"][0] - r["true_percent"]) <= 5, r
     assert abs(r["proc_stamp_us"][0] - r["now_us"]) < 2_000_000
+
+
+# ---- the readings behind dcgm-exporter's default fields ----
+
+NVML_ERROR_TIMEOUT = 10
+NVML_VALUE_TYPE_UNSIGNED_INT = 1
+NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3
+
+
+def test_field_values_and_their_calls_follow_the_model_hbm_parts_have_memory_temperature_and_row_remapping(tmp_path):
+    env = make_sim_env(tmp_path, "h100-80gb,t4")
+    (h100,), _ = probe(env, "fields", 0)
+    (t4,), _ = probe(env, "fields", 1)
+    f = h100["fields"]
+    # An idle H100: 30 C die, its HBM 4 C above; a healthy link and memory; NVLink idle.
+    assert f["memory_temp"] == {"rc": NVML_SUCCESS, "type": NVML_VALUE_TYPE_UNSIGNED_INT, "value": 34,
+                                "stamp_us": f["memory_temp"]["stamp_us"]}
+    assert abs(f["memory_temp"]["stamp_us"] - h100["now_us"]) < 5_000_000
+    assert f["energy"]["rc"] == NVML_SUCCESS and f["energy"]["type"] == NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+    assert 0 < f["energy"]["value"] <= h100["energy"]  # the counter only grows
+    for name in ("pcie_replay", "remapped_cor", "remapped_unc", "remapped_pending", "remapped_failure",
+                 "nvlink_tx", "nvlink_rx"):
+        assert (f[name]["rc"], f[name]["value"]) == (NVML_SUCCESS, 0), name
+    assert f["unsimulated"]["rc"] == NVML_ERROR_NOT_SUPPORTED
+    assert f["out_of_range"]["rc"] == NVML_ERROR_INVALID_ARGUMENT
+    assert (h100["energy_rc"], h100["replay_rc"], h100["replay"]) == (NVML_SUCCESS, NVML_SUCCESS, 0)
+    assert h100["encoder"] == h100["decoder"] == {"rc": NVML_SUCCESS, "util": 0, "period_us": 1_000_000}
+    assert h100["remapped"] == {"rc": NVML_SUCCESS, "rows": [0, 0, 0, 0]}
+    assert (h100["virt_rc"], h100["virt"]) == (NVML_SUCCESS, 0)  # bare metal
+    # A T4 is a PCIe card with GDDR6: no memory sensor, no row remapper, no NVLink.
+    g = t4["fields"]
+    for name in ("memory_temp", "remapped_cor", "remapped_failure", "nvlink_tx"):
+        assert g[name]["rc"] == NVML_ERROR_NOT_SUPPORTED, name
+    assert g["energy"]["rc"] == g["pcie_replay"]["rc"] == NVML_SUCCESS
+    assert t4["remapped"]["rc"] == NVML_ERROR_NOT_SUPPORTED
+
+
+def test_total_energy_grows_at_idle_power_when_idle_and_near_full_power_when_busy(tmp_path):
+    env = make_sim_env(tmp_path, "h100-80gb")
+    (e,), _ = probe(env, "energy", 1.0, 1.0)
+    idle_mw, limit_mw = 700_000 * 15 // 100, 700_000
+    assert e["idle_mj"] / e["idle_s"] == pytest.approx(idle_mw, rel=0.05)
+    assert 0.85 * limit_mw <= e["busy_mj"] / e["busy_s"] <= 1.02 * limit_mw
+
+
+def test_an_injected_xid_reaches_every_event_set_registered_for_it_in_order(tmp_path, holders):
+    env = make_sim_env(tmp_path, "h100-80gb:2")
+    (early,), _ = probe(env, "xid_inject", 0, 13)  # before anyone listens: not delivered
+    assert early == {"rc": 0, "err": ""}
+    watcher, ready = start(env, "events", 300)
+    holders.append(watcher)
+    assert ready == {"ready": True, "supported": 0x8, "registered": [NVML_SUCCESS] * 2,
+                     "bad_type": NVML_ERROR_NOT_SUPPORTED}
+    for dev, code in ((1, 79), (0, 48), (1, 31)):
+        (r,), _ = probe(env, "xid_inject", dev, code)
+        assert r["rc"] == 0
+    watcher.stdin.write("go\n")
+    watcher.stdin.flush()
+    res = json.loads(watcher.stdout.readline())
+    stop(watcher)
+    got = sorted((e["gpu"], e["xid"]) for e in res["events"])
+    assert got == [(0, 48), (1, 31), (1, 79)]
+    assert [e["xid"] for e in res["events"] if e["gpu"] == 1] == [79, 31]  # each device's in order
+    assert all(e["type"] == 0x8 and e["gi"] == 0xFFFFFFFF for e in res["events"])
+    assert (res["end_rc"], res["free_rc"]) == (NVML_ERROR_TIMEOUT, NVML_SUCCESS)
+    (bad,), _ = probe(env, "xid_inject", 5, 13)
+    assert bad["rc"] == -1 and "no simulated device 5" in bad["err"]
+
+
+def test_gpm_on_hopper_measures_the_timeline_between_two_samples_and_is_unsupported_before_it(tmp_path):
+    env = make_sim_env(tmp_path, "h100-80gb,a100-80gb")
+    (h,), _ = probe(env, "gpm", 0, 1.0, 0.5)
+    assert (h["support_rc"], h["supported"], h["bad_version"]) == (NVML_SUCCESS, 1, NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+    assert h["metrics_rc"] == NVML_SUCCESS
+    m = h["metrics"]
+    assert m["graphics"]["rc"] == NVML_SUCCESS and m["graphics"]["value"] == pytest.approx(50, abs=8)
+    assert m["dram"]["value"] == pytest.approx(m["graphics"]["value"] / 2)
+    assert (m["tensor"]["value"], m["pcie_tx"]["value"], m["pcie_rx"]["value"]) == (0, 0, 0)
+    assert m["unsimulated"]["rc"] == NVML_ERROR_NOT_SUPPORTED
+    assert h["free_rc"] == [NVML_SUCCESS] * 2
+    (a,), _ = probe(env, "gpm", 1, 0.1, 0.5)
+    assert (a["support_rc"], a["supported"], a["sample_rc"]) == (NVML_SUCCESS, 0, NVML_ERROR_NOT_SUPPORTED)

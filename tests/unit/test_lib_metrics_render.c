@@ -21,6 +21,7 @@ static struct gs_snap_gpu one_gpu(void)
     .fb_used_bytes = (3ull << 30) + 123,
     .fb_free_bytes = (77ull << 30) - 123,
     .util_pct = 42,
+    .mem_util_pct = 21,
     .power_mw = 61250,
     .temp_c = 35,
     .sm_clock_mhz = 1980,
@@ -100,6 +101,9 @@ static const char expected_gpu_section[] =
   "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n"
   "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
   "DCGM_FI_DEV_GPU_UTIL{" GPU_LABELS "} 42\n"
+  "# HELP DCGM_FI_DEV_MEM_COPY_UTIL Memory utilization (in %).\n"
+  "# TYPE DCGM_FI_DEV_MEM_COPY_UTIL gauge\n"
+  "DCGM_FI_DEV_MEM_COPY_UTIL{" GPU_LABELS "} 21\n"
   "# HELP DCGM_FI_DEV_FB_FREE Framebuffer memory free (in MiB).\n"
   "# TYPE DCGM_FI_DEV_FB_FREE gauge\n"
   "DCGM_FI_DEV_FB_FREE{" GPU_LABELS "} 78847\n"
@@ -115,6 +119,133 @@ static void test_gpu_series_match_dcgm_exporter_names_labels_and_units(void **st
   char *out = render(&s, NULL);
   assert_memory_equal(out, expected_gpu_section, sizeof(expected_gpu_section) - 1);
   free(out);
+}
+
+/* A GPU that gives every reading of dcgm-exporter's default set. */
+static struct gs_snap_gpu full_gpu(void)
+{
+  struct gs_snap_gpu g = one_gpu();
+  g.have = ~0u;
+  g.fb_used_bytes = 3ull << 30;
+  g.fb_reserved_bytes = (509ull << 20) + 7;
+  g.fb_free_bytes = g.fb_total_bytes - g.fb_used_bytes - g.fb_reserved_bytes;
+  g.mem_temp_c = 39;
+  g.energy_mj = 123456789012ull;
+  g.pcie_replays = 3;
+  g.enc_util_pct = 0;
+  g.dec_util_pct = 7;
+  g.xid_last = 79;
+  g.nvlink_kib = 4096;
+  g.remapped_corr = 2;
+  g.remapped_unc = 1;
+  g.remap_failure = 0;
+  g.prof_gr_active = 0.5;
+  g.prof_tensor_active = 0.125;
+  g.prof_dram_active = 0.25;
+  g.prof_pcie_tx_bps = 1048576;
+  g.prof_pcie_rx_bps = 0;
+  return g;
+}
+
+static const char expected_full_lines[] =
+  "DCGM_FI_DEV_MEMORY_TEMP{" GPU_LABELS "} 39\n"
+  "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{" GPU_LABELS "} 123456789012\n"
+  "DCGM_FI_DEV_PCIE_REPLAY_COUNTER{" GPU_LABELS "} 3\n"
+  "DCGM_FI_DEV_ENC_UTIL{" GPU_LABELS "} 0\n"
+  "DCGM_FI_DEV_DEC_UTIL{" GPU_LABELS "} 7\n"
+  "DCGM_FI_DEV_XID_ERRORS{" GPU_LABELS
+  ",err_code=\"79\",err_msg=\"GPU has fallen off the bus\"} 79\n"
+  "DCGM_FI_DEV_FB_FREE{" GPU_LABELS "} 78338\n"
+  "DCGM_FI_DEV_FB_USED{" GPU_LABELS "} 3072\n"
+  "DCGM_FI_DEV_FB_RESERVED{" GPU_LABELS "} 509\n"
+  "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{" GPU_LABELS "} 4096\n"
+  "DCGM_FI_DEV_VGPU_LICENSE_STATUS{" GPU_LABELS "} 0\n"
+  "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{" GPU_LABELS "} 1\n"
+  "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS{" GPU_LABELS "} 2\n"
+  "DCGM_FI_DEV_ROW_REMAP_FAILURE{" GPU_LABELS "} 0\n"
+  "DCGM_FI_PROF_GR_ENGINE_ACTIVE{" GPU_LABELS "} 0.5\n"
+  "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{" GPU_LABELS "} 0.125\n"
+  "DCGM_FI_PROF_DRAM_ACTIVE{" GPU_LABELS "} 0.25\n"
+  "DCGM_FI_PROF_PCIE_TX_BYTES{" GPU_LABELS "} 1048576\n"
+  "DCGM_FI_PROF_PCIE_RX_BYTES{" GPU_LABELS "} 0\n";
+
+/* The lines of out for the series in expected_full_lines, in the renderer's order. */
+static char *new_field_lines(const char *out)
+{
+  static const char *names[] = { "DCGM_FI_DEV_MEMORY_TEMP{",
+                                 "DCGM_FI_DEV_TOTAL_ENERGY",
+                                 "DCGM_FI_DEV_PCIE_REPLAY",
+                                 "DCGM_FI_DEV_ENC_UTIL{",
+                                 "DCGM_FI_DEV_DEC_UTIL{",
+                                 "DCGM_FI_DEV_XID_ERRORS{",
+                                 "DCGM_FI_DEV_FB_",
+                                 "DCGM_FI_DEV_NVLINK",
+                                 "DCGM_FI_DEV_VGPU",
+                                 "DCGM_FI_DEV_UNCORRECTABLE",
+                                 "DCGM_FI_DEV_CORRECTABLE",
+                                 "DCGM_FI_DEV_ROW_REMAP",
+                                 "DCGM_FI_PROF_" };
+  char *res = calloc(1, strlen(out) + 1);
+  for (const char *p = out; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t) (nl - p + 1) : strlen(p);
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+      if (strncmp(p, names[k], strlen(names[k])) == 0) {
+        strncat(res, p, n);
+        break;
+      }
+    p += n;
+  }
+  return res;
+}
+
+static void test_full_field_set_has_dcgm_values_units_and_xid_labels(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = full_gpu();
+  struct gs_snapshot s = snapshot(&g, 1, NULL, 0);
+  char *out = render(&s, NULL);
+  char *got = new_field_lines(out);
+  assert_string_equal(got, expected_full_lines);
+  assert_non_null(strstr(out,
+                         "# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.\n"
+                         "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"));
+  assert_non_null(strstr(out, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"));
+  assert_non_null(
+    strstr(out,
+           "# HELP DCGM_FI_PROF_PCIE_RX_BYTES The rate of data received over the PCIe bus - "
+           "including both protocol headers and data payloads - in bytes per second.\n"));
+  free(got);
+  free(out);
+}
+
+/* A GPU without a reading has no sample for it; a reading no GPU has has no family at all. */
+static void test_readings_a_gpu_lacks_have_no_sample_and_no_family(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g[2] = { full_gpu(), one_gpu() };
+  g[1].index = 1;
+  g[0].have &= ~(uint32_t) GS_SNAP_HAVE_PROF_GR;
+  struct gs_snapshot s = snapshot(g, 2, NULL, 0);
+  char *out = render(&s, NULL);
+  assert_null(strstr(out, "DCGM_FI_PROF_GR_ENGINE_ACTIVE"));
+  char *temp = lines_starting(out, "DCGM_FI_DEV_MEMORY_TEMP{");
+  assert_non_null(strstr(temp, "gpu=\"0\""));
+  assert_null(strstr(temp, "gpu=\"1\""));
+  char *util = lines_starting(out, "DCGM_FI_DEV_GPU_UTIL{");
+  assert_non_null(strstr(util, "gpu=\"1\"")); /* the first seven stay for every GPU */
+  free(temp);
+  free(util);
+  free(out);
+}
+
+static void test_xid_texts_are_nvidias_names_and_unknown_otherwise(void **state)
+{
+  (void) state;
+  assert_string_equal(gs_xid_text(0), "No Error");
+  assert_string_equal(gs_xid_text(48), "Double Bit ECC Error");
+  assert_string_equal(gs_xid_text(79), "GPU has fallen off the bus");
+  assert_string_equal(gs_xid_text(1u << 20), "Unknown Error");
 }
 
 #define T_LABELS "tenant=\"alice\",gpu=\"0\",UUID=\"GPU-11111111-2222-3333-4444-555555555555\""
@@ -396,8 +527,8 @@ static void test_many_rows_render_completely(void **state)
   size_t lines = 0;
   for (char *p = out; *p; p++)
     lines += *p == '\n';
-  /* 7 GPU series + 10 tenant series, each with HELP and TYPE. */
-  assert_int_equal(lines, 7 * (2 + NG) + 10 * (2 + NT));
+  /* 8 GPU series (the readings every GPU has) + 10 tenant series, each with HELP and TYPE. */
+  assert_int_equal(lines, 8 * (2 + NG) + 10 * (2 + NT));
   assert_non_null(strstr(out, "tenant=\"tenant-255\",gpu=\"7\""));
   free(out);
   free(g);
@@ -408,6 +539,9 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_gpu_series_match_dcgm_exporter_names_labels_and_units),
+    cmocka_unit_test(test_full_field_set_has_dcgm_values_units_and_xid_labels),
+    cmocka_unit_test(test_readings_a_gpu_lacks_have_no_sample_and_no_family),
+    cmocka_unit_test(test_xid_texts_are_nvidias_names_and_unknown_otherwise),
     cmocka_unit_test(test_tenant_series_exact_text),
     cmocka_unit_test(test_unlimited_tenant_has_no_limit_rows),
     cmocka_unit_test(test_label_values_are_escaped),
