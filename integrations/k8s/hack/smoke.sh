@@ -2,9 +2,11 @@
 # Smoke check of the components build.sh made: etcd starts on loopback and answers
 # /health; kube-apiserver starts against it with certificates made here by openssl (a
 # self-signed CA, a serving certificate for 127.0.0.1, an admin client certificate and a
-# service-account key pair) and `kubectl get --raw /readyz` says ok. Then it stops both
-# and removes everything it made. Nothing else of the cluster is started (no controller
-# manager, scheduler, kubelet or containerd yet), and CI does not run this yet.
+# service-account key pair) and `kubectl get --raw /readyz` says ok; as root, containerd
+# starts with its state in a temporary directory, its CRI plugin loads and `ctr version`
+# reaches it. Then it stops them all and removes everything it made. The cluster itself
+# (controller manager, scheduler, kubelet, pods) is not started yet, and CI does not run
+# this yet.
 #
 # Usage: smoke.sh [BIN_DIR]   (default: what build.sh prints, building what is missing)
 # Needs openssl and curl. Exit status 0 when both answered, 1 otherwise; on failure the
@@ -139,6 +141,33 @@ make_kubeconfig() {
 	} >"$work/kubectl.log" 2>&1 || die "kubectl config failed; its log:" "$work/kubectl.log"
 }
 
+# containerd's own config, version 3 (2.x reads it), with everything under $work.
+start_containerd() {
+	local d=$work/containerd
+	mkdir -p "$d/cni"
+	cat >"$d/config.toml" <<EOF
+version = 3
+root = "$d/root"
+state = "$d/state"
+[grpc]
+  address = "$d/containerd.sock"
+[plugins."io.containerd.cri.v1.runtime".cni]
+  bin_dirs = ["/usr/lib/cni"]
+  conf_dir = "$d/cni"
+EOF
+	PATH="$bin:$PATH" "$bin/containerd" --config "$d/config.toml" >"$work/containerd.log" 2>&1 &
+	pids+=($!)
+	ctr_sock=$d/containerd.sock
+	wait_for containerd "$work/containerd.log" "$!" containerd_ready
+	echo "smoke.sh: containerd $(ctr_server_version) answers ctr; CRI plugin: $(cri_status)"
+}
+
+# ctr warns on stderr, at every call, that cgroup v1 is deprecated.
+ctr() { "$bin/ctr" --address "$ctr_sock" "$@" 2>/dev/null; }
+ctr_server_version() { ctr version | awk '/^Server:/ { s = 1 } s && $1 == "Version:" { print $2; exit }'; }
+cri_status() { ctr plugins ls | awk '$1 == "io.containerd.grpc.v1" && $2 == "cri" { print $NF }'; }
+containerd_ready() { [ "$(cri_status)" = ok ]; }
+
 apiserver_ready() { [ "$(readyz)" = ok ]; }
 readyz() { "$bin/kubectl" --kubeconfig "$work/kubeconfig" get --raw /readyz; }
 
@@ -150,6 +179,11 @@ main() {
 	start_apiserver
 	echo "smoke.sh: $("$bin/kube-apiserver" --version) on loopback: /readyz says $(readyz)"
 	echo "smoke.sh: $("$bin/kubectl" version --client | head -n1)"
+	if [ "$(id -u)" -eq 0 ]; then
+		start_containerd
+	else
+		echo "smoke.sh: containerd skipped (it needs root)"
+	fi
 	echo "smoke.sh: ok in $((SECONDS - t0))s"
 }
 
