@@ -16,6 +16,8 @@
 # component and its log, and exits 1. runc and the CNI plugins come from Debian (see
 # docs/kubernetes.md); this script does not build them.
 #
+# Concurrent runs on one cache take turns (flock on <version>/.lock).
+#
 # Environment: GS_K8S_CACHE (cache root), GS_K8S_ONLY (space-separated component names:
 # etcd kube containerd; default all). GOMODCACHE, GOCACHE, GOFLAGS and GOMAXPROCS are
 # Go's own and are respected.
@@ -31,7 +33,8 @@ bin="$top/bin"
 logs="$top/logs"
 stamps="$top/stamps"
 
-# What each component module builds: the binary name and its main package.
+# The binaries each component module builds, from k8s.io/kubernetes/cmd/<name> and
+# github.com/containerd/containerd/v2/cmd/<name>.
 kube_tools="kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl"
 containerd_tools="containerd containerd-shim-runc-v2 ctr"
 
@@ -160,6 +163,10 @@ main() {
 	fi
 	gover="$(GOTOOLCHAIN=local go env GOVERSION)"
 	mkdir -p "$bin" "$logs" "$stamps"
+	# Tests run in parallel may all call this script: the first builds, the others wait
+	# for it and then find everything up to date.
+	exec 9>"$top/.lock"
+	flock 9
 	local c
 	for c in ${GS_K8S_ONLY:-etcd kube containerd}; do
 		case $c in
