@@ -77,12 +77,13 @@ check_module_version() {
 	fi
 }
 
-# Release time of a module version, from the proxy's .info, for a reproducible build date
-# (upstream stamps the time of the build). Empty when it cannot be had: the build that
-# follows then fails on its own, with its log.
+# Release time of a module version, from the proxy's .info (through `go list -m`, which
+# reads it from the module cache), for a reproducible build date; upstream stamps the
+# time of the build. Empty when it cannot be had: the build that follows then fails on its
+# own, with its log.
 release_time() {
-	(cd "$here/components/$1" && go mod download -json "$2@$3" 2>/dev/null) |
-		sed -n 's/^[[:space:]]*"Time": "\(.*\)",*$/\1/p' || true
+	(cd "$here/components/$1" &&
+		go list -m -f '{{with .Time}}{{.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' "$2" 2>/dev/null) || true
 }
 
 # go_build COMP NAME PKG TAGS LDFLAGS: builds one binary into bin/ through a temporary
@@ -123,10 +124,12 @@ build_kube() {
 	major=${v%%.*}
 	minor=${v#*.}
 	minor=${minor%%.*}
-	date="$(release_time kube k8s.io/kubernetes "$GS_K8S_VERSION")"
-	# The same variables hack/lib/version.sh sets, in both packages it sets them in.
+	date="$(release_time kube k8s.io/kubernetes)"
+	# The same variables hack/lib/version.sh sets, in both packages it sets them in. The
+	# proxy gives no commit: gitCommit is set empty rather than left at its placeholder
+	# ("$Format:%H$").
 	for kv in "gitVersion=$GS_K8S_VERSION" "gitMajor=$major" "gitMinor=$minor" \
-		"gitTreeState=clean" "buildDate=$date"; do
+		"gitCommit=" "gitTreeState=clean" "buildDate=$date"; do
 		key=${kv%%=*}
 		val=${kv#*=}
 		ld="$ld -X k8s.io/client-go/pkg/version.$key=$val"
