@@ -229,6 +229,30 @@ def test_a_step_with_gpu_vram_is_held_to_exactly_that_on_the_simulated_gpu(clust
     assert alloc_until_oom(cluster, env)["allocated_bytes"] > 64 * GIB
 
 
+# As test_quota_paths.py: each kind of allocation, through each way a program finds the driver.
+ALLOC_KINDS = ["plain", "pitch", "managed", "async", "pool", "vmm", "array"]
+DRIVER_PATHS = ["--path direct", "--path dlsym", "--path procaddr", "--path procaddr --procaddr-version 12000",
+                "--path procaddr-v1", "--path procaddr-v1 --procaddr-version 12000"]
+
+
+def test_a_step_with_gpu_vram_is_held_on_every_allocation_path_and_sees_it_as_its_memory(cluster, sim):
+    """One step of --gpu-vram=1Gi: every kind of allocation through every driver path stops at
+    exactly 1 GiB, twice (the first round's frees give the charge back), and cuMemGetInfo says
+    the GPU has 1 GiB."""
+    env, _ = sim
+    runs = [f"{WORKLOAD} {path} alloc-until-oom --chunk 64Mi --alloc {kind} --rounds 2"
+            for path in DRIVER_PATHS for kind in ALLOC_KINDS]
+    p = subprocess.run(["srun", "--gpu-vram=1Gi", "sh", "-c", "; ".join(runs + [f"{WORKLOAD} info"])], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr + cluster.logs()
+    lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+    assert len(lines) == len(runs) + 1, p.stdout
+    for run_line, got in zip(runs, lines):
+        assert got["rounds"] == [GIB, GIB] and got["stopped_by"] == "CUDA_ERROR_OUT_OF_MEMORY", (run_line, got)
+    dev = lines[-1]["devices"][0]
+    assert dev["total_bytes"] == dev["ctx_total_bytes"] == dev["free_bytes"] == GIB, dev
+
+
 def test_an_sbatch_job_with_gpu_vram_runs_its_batch_step_as_a_tenant(cluster, sim):
     env, base = sim
     out = base / "batch.out"
