@@ -45,6 +45,9 @@ struct gs_metrics_fields {
   int n;
   struct gs_metrics_field field[GS_METRICS_FIELDS_MAX];
   bool driver_label; /* DCGM_FI_DRIVER_VERSION, a label field, is on the GPU series */
+  /* The host name label's spelling: Hostname (released dcgm-exporter 4.x, dashboard 12239),
+   * or, when set, hostname (dcgm-exporter's main branch after 4.5.3-4.8.2). */
+  bool hostname_lower;
 };
 
 /* dcgm-exporter's default set: every field gpuslice has, with dcgm-exporter's TYPEs and HELP. */
