@@ -88,6 +88,8 @@ struct nvml;
 /* Loads NVML (the simulated one from libdir/sim when GPUSLICE_SIM is set) and initializes it. */
 int nvml_open(struct nvml **out, gs_error_t *err);
 void nvml_close(struct nvml *n);
+/* Takes only the optional readings in `readings` (GS_SNAP_HAVE_* bits) from now on. */
+void nvml_want(struct nvml *n, uint32_t readings);
 int nvml_gpu_count(const struct nvml *n);
 const char *nvml_driver_version(const struct nvml *n);
 /* Fills g with the GPU's identity and current readings. A reading the device does not

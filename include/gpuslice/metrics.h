@@ -60,6 +60,10 @@ int gs_metrics_fields_parse(const char *text, struct gs_metrics_fields *f, gs_er
 /* gs_metrics_fields_parse of a file; errors start with "counters file PATH: ". */
 int gs_metrics_fields_load(const char *path, struct gs_metrics_fields *f, gs_error_t *err);
 
+/* The optional readings (GS_SNAP_HAVE_* bits, include/gpuslice/snapshot.h) that the fields of f
+ * are made from, so that a sampler can skip the NVML calls of the fields nobody serves. */
+uint32_t gs_metrics_fields_readings(const struct gs_metrics_fields *f);
+
 /* gs_metrics_render with the GPU fields of `fields` instead of the default set. */
 int gs_metrics_render_fields(const struct gs_snapshot *s, const struct gs_metrics_fields *fields,
                              const struct gs_metrics_health *h, char **out, size_t *len,
