@@ -77,8 +77,8 @@ static const struct gs_opt daemon_entries[] = {
             "--collectors file works as it is); builtin: dcgm-exporter's default set." },
   { .name = "hostname-label", .arg = "Hostname|hostname", .kind = GS_OPT_ENUM, .offset = OFF(hostname_label), SETTING,
     .def = "Hostname", .choices = hostname_labels, .env = "GPUSLICE_HOSTNAME_LABEL",
-    .help = "The host name label of /metrics: Hostname, as released dcgm-exporter 4.x and dashboard 12239 "
-            "spell it, or hostname, as dcgm-exporter's main branch does. NODE_NAME, when set, is its value." },
+    .help = "The spelling of /metrics' host name label: Hostname, as released dcgm-exporter 4.x has it, or "
+            "hostname, as its main branch does. NODE_NAME, when set, is its value." },
   { .name = "admin-group", .arg = "GROUP", .kind = GS_OPT_STRING, .offset = OFF(admin_group), SETTING,
     .def = "gpuslice", .help = "Members of this group see and change every tenant, as root does." },
   { .name = "log-level", .arg = "LEVEL", .kind = GS_OPT_STRING, .offset = OFF(log_level), SETTING, .def = "info",
