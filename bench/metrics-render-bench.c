@@ -3,7 +3,11 @@
  * bench/run-metrics.py drives it and reports.
  *
  *   gs-bench-metrics [--gpus G] [--tenants T] [--gpus-per-tenant K] [--labels L] [--iters N]
+ *                    [--counters FILE]
  *   gs-bench-metrics --dump ...    print one rendered snapshot instead (for promtool)
+ *
+ * --counters renders the GPU fields of a dcgm-exporter counters file (bench/counters-7.csv is
+ * the 7 fields of before issue #16) instead of the built-in default set of 25.
  *
  * Prints one JSON object: per-render median and p99 in ms for both, bytes and lines. */
 #include <getopt.h>
@@ -19,7 +23,11 @@
 struct opts {
   int gpus, tenants, per_tenant, labels, iters;
   bool dump;
+  const char *counters; /* NULL: the built-in default set */
 };
+
+/* The GPU fields rendered: the default set, or --counters FILE's. */
+static struct gs_metrics_fields fields;
 
 static double now_ms(void)
 {
@@ -146,7 +154,7 @@ static char *render_or_die(const struct gs_snapshot *s, const struct gs_metrics_
 {
   char *out = NULL;
   gs_error_t err = NULL;
-  if (gs_metrics_render(s, h, &out, len, &err) < 0) {
+  if (gs_metrics_render_fields(s, &fields, h, &out, len, &err) < 0) {
     fprintf(stderr, "gs-bench-metrics: %s\n", err->msg);
     exit(1);
   }
@@ -171,12 +179,13 @@ static void bench(const struct opts *o, const struct gs_snapshot *s,
     baseline_render(base, len + 1, &lines);
     t_base[i] = now_ms() - t0;
   }
-  printf("{\"gpus\": %d, \"tenants\": %d, \"rows\": %d, \"labels\": %d, \"iters\": %d, "
-         "\"bytes\": %zu, \"lines\": %zu, \"render_median_ms\": %.4f, \"render_p99_ms\": %.4f, "
-         "\"baseline_median_ms\": %.4f, \"baseline_p99_ms\": %.4f}\n",
-         o->gpus, o->tenants, s->ntenants, o->labels, o->iters, len, lines.n,
-         pct(t_render, o->iters, 0.5), pct(t_render, o->iters, 0.99), pct(t_base, o->iters, 0.5),
-         pct(t_base, o->iters, 0.99));
+  printf(
+    "{\"fields\": %d, \"gpus\": %d, \"tenants\": %d, \"rows\": %d, \"labels\": %d, \"iters\": %d, "
+    "\"bytes\": %zu, \"lines\": %zu, \"render_median_ms\": %.4f, \"render_p99_ms\": %.4f, "
+    "\"baseline_median_ms\": %.4f, \"baseline_p99_ms\": %.4f}\n",
+    fields.n, o->gpus, o->tenants, s->ntenants, o->labels, o->iters, len, lines.n,
+    pct(t_render, o->iters, 0.5), pct(t_render, o->iters, 0.99), pct(t_base, o->iters, 0.5),
+    pct(t_base, o->iters, 0.99));
   free(base);
   free(first);
   free(lines.p);
@@ -215,6 +224,7 @@ static int parse(int argc, char **argv, struct opts *o)
     { "labels", required_argument, NULL, 'l' },
     { "iters", required_argument, NULL, 'n' },
     { "dump", no_argument, NULL, 'd' },
+    { "counters", required_argument, NULL, 'c' },
     { NULL, 0, NULL, 0 },
   };
   int c;
@@ -226,6 +236,7 @@ static int parse(int argc, char **argv, struct opts *o)
     case 'l': o->labels = atoi(optarg); break;
     case 'n': o->iters = atoi(optarg); break;
     case 'd': o->dump = true; break;
+    case 'c': o->counters = optarg; break;
     default: return -1;
     }
   }
@@ -241,8 +252,14 @@ int main(int argc, char **argv)
   if (parse(argc, argv, &o) < 0) {
     fprintf(stderr,
             "usage: gs-bench-metrics [--gpus G] [--tenants T] [--gpus-per-tenant K] "
-            "[--labels L] [--iters N] [--dump]\n");
+            "[--labels L] [--iters N] [--counters FILE] [--dump]\n");
     return 2;
+  }
+  fields = *gs_metrics_fields_default();
+  gs_error_t err = NULL;
+  if (o.counters && gs_metrics_fields_load(o.counters, &fields, &err) < 0) {
+    fprintf(stderr, "gs-bench-metrics: %s\n", err->msg);
+    return 1;
   }
   return run(&o);
 }

@@ -15,6 +15,14 @@ adopts the same tenants) and measures a third window, so that the verifier's cos
 per-process lists and utilization, /proc for the processes NVML reports) is the difference
 between two windows of the same run.
 
+With --counters-compare (issue #16) it then measures the tenants with two GPU field sets in the
+same run, alternated for --rounds windows each: dcgm-exporter's default set of 25 fields (the
+built-in) and the 7 fields of before #16 (bench/counters-7.csv), the daemon restarted on the same
+state dir with `--counters` between windows (it adopts the same tenants). The daemon reads from
+NVML only what the set serves, and a scraper GETs /metrics every --scrape-every seconds during
+these windows, so each window's CPU is sampling plus rendering; "25 / 7" is the ratio of the
+median CPUs.
+
 Prints a table and a JSON object on stdout. Exit status: 0 when it ran (a missed target is
 reported, not failed, unless --check), 1 when a run failed, 3 with --check on a missed target.
 """
@@ -27,7 +35,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "integration"))
@@ -45,6 +55,11 @@ def parse_args():
     p.add_argument("--check", action="store_true", help="exit 3 when a target is missed")
     p.add_argument("--verify-off-too", action="store_true",
                    help="also measure the tenants with the verifier off (`--verify off`), same run")
+    p.add_argument("--counters-compare", action="store_true",
+                   help="also measure the 25-field default set against bench/counters-7.csv, alternated, same run")
+    p.add_argument("--rounds", type=int, default=3, help="windows per field set with --counters-compare (default 3)")
+    p.add_argument("--scrape-every", type=float, default=1.0,
+                   help="seconds between GETs of /metrics in the --counters-compare windows (default 1)")
     return p.parse_args()
 
 
@@ -155,12 +170,63 @@ def busy_window(args, root, daemon, sock):
     return busy
 
 
+class Scraper:
+    """GETs /metrics every `every` seconds in a thread while in a `with` block."""
+
+    def __init__(self, port, every):
+        self.url, self.every, self.stop, self.scrapes = f"http://127.0.0.1:{port}/metrics", every, threading.Event(), 0
+
+    def _run(self):
+        while not self.stop.wait(self.every):
+            with urllib.request.urlopen(self.url, timeout=10) as r:
+                self.bytes = len(r.read())
+            self.scrapes += 1
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
+SEVEN = REPO / "bench" / "counters-7.csv"
+FIELD_SETS = [("25 (default)", ["--counters", "builtin"]), ("7 (before #16)", ["--counters", str(SEVEN)])]
+
+
+def compare_counters(args, root, env, sock, daemon):
+    """Windows alternating the two field sets; returns (the daemon now running, {set: [windows]})."""
+    port = int(env["GPUSLICE_METRICS_LISTEN"].rsplit(":", 1)[1])
+    out = {name: [] for name, _ in FIELD_SETS}
+    for k in range(args.rounds):
+        for name, extra in (FIELD_SETS if k % 2 == 0 else FIELD_SETS[::-1]):
+            stop_daemon(daemon)
+            daemon = start_daemon(args, env, sock, *extra)
+            if not wait_for(lambda: health(sock)["tenants"] == args.tenants):
+                raise SystemExit("the daemon did not list every tenant")
+            time.sleep(2)  # GPM's first pair of samples, the first scrape's buffers
+            with Scraper(port, args.scrape_every) as sc:
+                w = window(daemon.pid, sock, args.seconds)
+            w.update(scrapes=sc.scrapes, metrics_bytes=getattr(sc, "bytes", 0),
+                     last_sample_s=health(sock)["last_sample_duration_s"])
+            out[name].append(w)
+    return daemon, out
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
 def measure(args, root):
     env = env_for(args.build, root)
     sock = root / "state" / "gpuslice.sock"
     daemon = start_daemon(args, env, sock)
     tenants = []
     off = None
+    compare = None
     try:
         idle = window(daemon.pid, sock, args.seconds)
         tenants = start_tenants(args.build, env, args.tenants)
@@ -169,7 +235,9 @@ def measure(args, root):
             stop_daemon(daemon)
             daemon = start_daemon(args, env, sock, "--verify", "off")
             off = busy_window(args, root, daemon, sock)
-        return idle, busy, off
+        if args.counters_compare:
+            daemon, compare = compare_counters(args, root, env, sock, daemon)
+        return idle, busy, off, compare
     finally:
         for p in tenants:
             p.stdin.close()
@@ -182,7 +250,7 @@ def main():
     args = parse_args()
     root = pathlib.Path(tempfile.mkdtemp(prefix="gs-bench-daemon-"))
     try:
-        idle, busy, off = measure(args, root)
+        idle, busy, off, compare = measure(args, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"gpuslice daemon, 8 simulated H100s, 1 s sampling, {args.seconds:.0f} s windows")
@@ -197,10 +265,21 @@ def main():
           f"simulated driver); CPU without them {busy['cpu_pct_without_nvml']:.3f}% of a core")
     print(f"RSS: {busy['anon_mb']:.1f} MB the daemon's own (heap, mapped limits files), {busy['libs_mb']:.1f} MB shared libraries, "
           f"{busy['sim_state_mb']:.1f} MB the simulated driver's state file")
+    if compare:
+        print(f"\nGPU field sets, {args.tenants} tenants, /metrics scraped every {args.scrape_every:g} s, "
+              f"{args.rounds} alternated windows each of {args.seconds:.0f} s (median):")
+        print(f"{'':20} {'CPU % of a core':>16} {'windows':>24} {'last sample ms':>15} {'/metrics KiB':>13}")
+        base = median([w["cpu_pct"] for w in compare[FIELD_SETS[1][0]]])
+        for name, ws in compare.items():
+            cpu = median([w["cpu_pct"] for w in ws])
+            each = " ".join(f"{w['cpu_pct']:.2f}" for w in ws)
+            print(f"{name:20} {cpu:16.3f} {each:>24} "
+                  f"{median([w['last_sample_s'] for w in ws]) * 1000:15.2f} {ws[-1]['metrics_bytes'] / 1024:13.0f}"
+                  f"   25/7: {cpu / base if base else 0:.2f}")
     ok = busy["hwm_mb"] < RSS_TARGET_MB and busy["cpu_pct"] < CPU_TARGET_PCT
     print(f"targets: RSS < {RSS_TARGET_MB} MB, CPU < {CPU_TARGET_PCT}% of a core: {'met' if ok else 'MISSED'}")
     print(json.dumps({"tenants": args.tenants, "gpus": 8, "interval_s": 1, "idle": idle, "busy": busy,
-                      "busy_verify_off": off, "targets_met": ok}))
+                      "busy_verify_off": off, "counters_compare": compare, "targets_met": ok}))
     return 3 if args.check and not ok else 0
 
 

@@ -39,6 +39,8 @@ static bool valid_log_level(const char *value)
 static const char *const verify_modes[] = { "on", "off", NULL }; /* enum verify_mode */
 static const char *const violation_actions[] = { "none", "signal", "kill",
                                                  NULL }; /* enum violation_action */
+static const char *const hostname_labels[] = { "Hostname", "hostname",
+                                               NULL }; /* enum hostname_label */
 
 #define OFF(f) offsetof(struct daemon_config, f)
 #define SETTING .flags = GS_OPT_SETTING | GS_OPT_OWNED
@@ -73,6 +75,10 @@ static const struct gs_opt daemon_entries[] = {
     .env = "GPUSLICE_COUNTERS",
     .help = "The GPU fields of /metrics, chosen by a counters file in dcgm-exporter's CSV format (its "
             "--collectors file works as it is); builtin: dcgm-exporter's default set." },
+  { .name = "hostname-label", .arg = "Hostname|hostname", .kind = GS_OPT_ENUM, .offset = OFF(hostname_label), SETTING,
+    .def = "Hostname", .choices = hostname_labels, .env = "GPUSLICE_HOSTNAME_LABEL",
+    .help = "The spelling of /metrics' host name label: Hostname, as released dcgm-exporter 4.x has it, or "
+            "hostname, as its main branch does. NODE_NAME, when set, is its value." },
   { .name = "admin-group", .arg = "GROUP", .kind = GS_OPT_STRING, .offset = OFF(admin_group), SETTING,
     .def = "gpuslice", .help = "Members of this group see and change every tenant, as root does." },
   { .name = "log-level", .arg = "LEVEL", .kind = GS_OPT_STRING, .offset = OFF(log_level), SETTING, .def = "info",

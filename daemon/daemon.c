@@ -79,11 +79,12 @@ static void check_socket_dir(const struct daemon_config *c)
 static int load_fields(struct daemon *d, gs_error_t *err)
 {
   d->fields = xcalloc(1, sizeof(*d->fields));
-  if (strcmp(d->cfg.counters, "builtin") == 0) {
+  if (strcmp(d->cfg.counters, "builtin") == 0)
     *d->fields = *gs_metrics_fields_default();
-    return 0;
-  }
-  return gs_metrics_fields_load(d->cfg.counters, d->fields, err);
+  else if (gs_metrics_fields_load(d->cfg.counters, d->fields, err) < 0)
+    return -1;
+  d->fields->hostname_lower = d->cfg.hostname_label == HOSTNAME_LABEL_LOWER;
+  return 0;
 }
 
 static int start(struct daemon *d, gs_error_t *err)
@@ -92,6 +93,8 @@ static int start(struct daemon *d, gs_error_t *err)
   d->health.started_unix = daemon_now_unix();
   if (load_fields(d, err) < 0 || nvml_open(&d->nvml, err) < 0)
     return -1;
+  /* NVML is asked only for what /metrics serves (a counters file of 7 fields costs 7 fields). */
+  nvml_want(d->nvml, gs_metrics_fields_readings(d->fields));
   /* The lock comes before the usage ledger and any adoption: two daemons on one state dir
    * would both adopt every tenant and write every interval twice. */
   if (gs_ledger_state_dir_make(d->cfg.state_dir, err) < 0 ||

@@ -62,11 +62,14 @@ struct daemon_config {
   bool print_config;    /* --print-config: print the sample config and exit */
   int verify;           /* enum verify_mode: check NVML's accounting against the limits */
   int violation_action; /* enum violation_action */
+  int hostname_label;   /* enum hostname_label */
 };
 
 enum verify_mode { VERIFY_ON, VERIFY_OFF };
 /* What the daemon does to the offending processes of a violation, at every interval it lasts. */
 enum violation_action { VIOLATION_NONE, VIOLATION_SIGNAL, VIOLATION_KILL };
+/* The host name label's spelling on /metrics. */
+enum hostname_label { HOSTNAME_LABEL_DCGM4, HOSTNAME_LABEL_LOWER };
 
 /* Fills c from defaults, the config file, the environment and argv, in that order of
  * precedence (last wins). Returns -1 to go on, or the exit status to return now (--help,
@@ -85,6 +88,8 @@ struct nvml;
 /* Loads NVML (the simulated one from libdir/sim when GPUSLICE_SIM is set) and initializes it. */
 int nvml_open(struct nvml **out, gs_error_t *err);
 void nvml_close(struct nvml *n);
+/* Takes only the optional readings in `readings` (GS_SNAP_HAVE_* bits) from now on. */
+void nvml_want(struct nvml *n, uint32_t readings);
 int nvml_gpu_count(const struct nvml *n);
 const char *nvml_driver_version(const struct nvml *n);
 /* Fills g with the GPU's identity and current readings. A reading the device does not

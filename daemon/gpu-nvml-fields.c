@@ -55,6 +55,7 @@ void nvml_extra_open(struct nvml_extra *x, const struct nvml_fns *fn, nvmlDevice
                      unsigned count)
 {
   memset(x, 0, sizeof(*x));
+  x->want = UINT32_MAX;
   events_open(x, fn, dev, count);
   gpm_open(x, fn, dev, count);
 }
@@ -141,33 +142,42 @@ static void sample_memory_v2(const struct nvml_fns *fn, nvmlDevice_t dev, struct
   g->have |= GS_SNAP_HAVE_FB_RESERVED;
 }
 
-static void sample_counters(const struct nvml_fns *fn, nvmlDevice_t dev, struct gs_snap_gpu *g)
+/* Each reading only when a served field needs it (want), as DCGM watches only the fields asked for. */
+static void sample_counters(const struct nvml_fns *fn, nvmlDevice_t dev, uint32_t want,
+                            struct gs_snap_gpu *g)
 {
   unsigned long long energy;
   unsigned period, pending;
   nvmlGpuVirtualizationMode_t mode;
-  if (fn->energy && fn->energy(dev, &energy) == NVML_SUCCESS) {
+  if ((want & GS_SNAP_HAVE_ENERGY) && fn->energy && fn->energy(dev, &energy) == NVML_SUCCESS) {
     g->energy_mj = energy;
     g->have |= GS_SNAP_HAVE_ENERGY;
   }
-  if (fn->pcie_replay && fn->pcie_replay(dev, &g->pcie_replays) == NVML_SUCCESS)
+  if ((want & GS_SNAP_HAVE_PCIE_REPLAY) && fn->pcie_replay &&
+      fn->pcie_replay(dev, &g->pcie_replays) == NVML_SUCCESS)
     g->have |= GS_SNAP_HAVE_PCIE_REPLAY;
-  if (fn->enc_util && fn->enc_util(dev, &g->enc_util_pct, &period) == NVML_SUCCESS)
+  if ((want & GS_SNAP_HAVE_ENC) && fn->enc_util &&
+      fn->enc_util(dev, &g->enc_util_pct, &period) == NVML_SUCCESS)
     g->have |= GS_SNAP_HAVE_ENC;
-  if (fn->dec_util && fn->dec_util(dev, &g->dec_util_pct, &period) == NVML_SUCCESS)
+  if ((want & GS_SNAP_HAVE_DEC) && fn->dec_util &&
+      fn->dec_util(dev, &g->dec_util_pct, &period) == NVML_SUCCESS)
     g->have |= GS_SNAP_HAVE_DEC;
-  if (fn->remapped_rows &&
+  if ((want & GS_SNAP_HAVE_REMAP) && fn->remapped_rows &&
       fn->remapped_rows(dev, &g->remapped_corr, &g->remapped_unc, &pending, &g->remap_failure) ==
         NVML_SUCCESS)
     g->have |= GS_SNAP_HAVE_REMAP;
   /* Outside a vGPU guest there is no licence to hold: DCGM reports 0. Inside one the licence
    * state needs NVML's GRID licensing calls, which gpuslice does not read yet. */
-  if (fn->virt_mode && fn->virt_mode(dev, &mode) == NVML_SUCCESS &&
-      mode != NVML_GPU_VIRTUALIZATION_MODE_VGPU) {
+  if ((want & GS_SNAP_HAVE_VGPU_LICENSE) && fn->virt_mode &&
+      fn->virt_mode(dev, &mode) == NVML_SUCCESS && mode != NVML_GPU_VIRTUALIZATION_MODE_VGPU) {
     g->vgpu_license = 0;
     g->have |= GS_SNAP_HAVE_VGPU_LICENSE;
   }
 }
+
+#define GS_SNAP_HAVE_PROF                                                     \
+  (GS_SNAP_HAVE_PROF_GR | GS_SNAP_HAVE_PROF_TENSOR | GS_SNAP_HAVE_PROF_DRAM | \
+   GS_SNAP_HAVE_PROF_PCIE_TX | GS_SNAP_HAVE_PROF_PCIE_RX)
 
 static const uint32_t gpm_bit[NVML_GPM_READ] = { GS_SNAP_HAVE_PROF_GR, GS_SNAP_HAVE_PROF_TENSOR,
                                                  GS_SNAP_HAVE_PROF_DRAM, GS_SNAP_HAVE_PROF_PCIE_TX,
@@ -237,9 +247,13 @@ void nvml_extra_sample(struct nvml_extra *x, const struct nvml_fns *fn, nvmlDevi
     g->xid_last = x->xid_last[index];
     g->have |= GS_SNAP_HAVE_XID;
   }
+  /* Memory info v2 always: FB_USED and FB_FREE come from it too. */
   sample_memory_v2(fn, dev[index], g);
-  sample_fields(fn, dev[index], g);
-  sample_counters(fn, dev[index], g);
-  sample_gpm(x, fn, dev[index], index);
-  gpm_fill(x, index, g);
+  if (x->want & (GS_SNAP_HAVE_MEM_TEMP | GS_SNAP_HAVE_NVLINK))
+    sample_fields(fn, dev[index], g);
+  sample_counters(fn, dev[index], x->want, g);
+  if (x->want & GS_SNAP_HAVE_PROF) {
+    sample_gpm(x, fn, dev[index], index);
+    gpm_fill(x, index, g);
+  }
 }

@@ -192,6 +192,11 @@ static void sample_sensors(struct nvml *n, nvmlDevice_t dev, struct gs_snap_gpu 
     g->mem_clock_mhz = 0;
 }
 
+void nvml_want(struct nvml *n, uint32_t readings)
+{
+  n->extra.want = readings;
+}
+
 int nvml_sample(struct nvml *n, int index, struct gs_snap_gpu *g, gs_error_t *err)
 {
   nvmlDevice_t dev = n->dev[index];

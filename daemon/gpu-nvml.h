@@ -71,6 +71,8 @@ struct nvml_extra {
   /* The last interval's metrics, kept for samples that come too soon to measure anew. */
   double gpm_value[GS_LEDGER_MAX_GPUS][NVML_GPM_READ];
   uint32_t gpm_have[GS_LEDGER_MAX_GPUS]; /* GS_SNAP_HAVE_PROF_* */
+  /* The readings to take (GS_SNAP_HAVE_*): those the counters file serves; all after open. */
+  uint32_t want;
 };
 
 /* Registers for XID events and allocates GPM samples where the driver offers them; anything

@@ -96,7 +96,13 @@ int sampler_gpus(struct daemon *d)
   if (!s->gpus) {
     s->ngpus = nvml_gpu_count(d->nvml);
     s->gpus = xcalloc((size_t) (s->ngpus ? s->ngpus : 1), sizeof(*s->gpus));
-    gethostname(s->hostname, sizeof(s->hostname) - 1);
+    /* dcgm-exporter takes the node's name from NODE_NAME (the pod's spec.nodeName in its
+     * DaemonSet) before the host name; so do we, so that both exporters name a node alike. */
+    const char *node = secure_getenv("NODE_NAME");
+    if (node && node[0])
+      snprintf(s->hostname, sizeof(s->hostname), "%s", node);
+    else
+      gethostname(s->hostname, sizeof(s->hostname) - 1);
     snprintf(s->driver_version, sizeof(s->driver_version), "%s", nvml_driver_version(d->nvml));
   }
   for (int g = 0; g < s->ngpus; g++) {

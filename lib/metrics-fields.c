@@ -85,6 +85,14 @@ static void fields_default_build(void)
   f->driver_label = true;
 }
 
+uint32_t gs_metrics_fields_readings(const struct gs_metrics_fields *f)
+{
+  uint32_t have = 0;
+  for (int k = 0; k < f->n; k++)
+    have |= gs__dcgm_fields[f->field[k].id].have;
+  return have;
+}
+
 const struct gs_metrics_fields *gs_metrics_fields_default(void)
 {
   static pthread_once_t once = PTHREAD_ONCE_INIT;

@@ -200,8 +200,14 @@ struct labelset {
   size_t off, len; /* in the scratch buffer */
 };
 
+/* Released dcgm-exporter 4.x spells it Hostname; its main branch, after 4.5.3-4.8.2, hostname. */
+static const char *hostname_label(const struct gs_metrics_fields *fields)
+{
+  return fields->hostname_lower ? "hostname" : "Hostname";
+}
+
 static void gpu_labels(struct mbuf *sc, const struct gs_snapshot *s, const struct gs_snap_gpu *g,
-                       bool driver_label)
+                       const struct gs_metrics_fields *fields)
 {
   char idx[16];
   snprintf(idx, sizeof(idx), "%d", g->index);
@@ -212,29 +218,54 @@ static void gpu_labels(struct mbuf *sc, const struct gs_snapshot *s, const struc
   mbuf_label(sc, false, "modelName", g->model, sizeof(g->model));
   /* dcgm-exporter leaves Hostname out when it has none; so do we. */
   if (s->hostname[0])
-    mbuf_label(sc, false, "Hostname", s->hostname, sizeof(s->hostname));
+    mbuf_label(sc, false, hostname_label(fields), s->hostname, sizeof(s->hostname));
   /* The counters file's one label field; a file without it leaves it out, as dcgm-exporter does. */
-  if (driver_label)
+  if (fields->driver_label)
     mbuf_label(sc, false, "DCGM_FI_DRIVER_VERSION", s->driver_version, sizeof(s->driver_version));
 }
 
-static const char *gpu_uuid(const struct gs_snapshot *s, int index)
+static const struct gs_snap_gpu *gpu_at(const struct gs_snapshot *s, int index)
 {
   for (int i = 0; i < s->ngpus; i++)
     if (s->gpus[i].index == index)
-      return s->gpus[i].uuid;
-  return "";
+      return &s->gpus[i];
+  return NULL;
 }
 
+/* The value of the tenant's label `key`, or NULL. */
+static const char *tenant_label(const struct gs_snap_tenant *t, const char *key)
+{
+  for (int i = 0; i < t->nlabels && i < GS_SNAP_LABELS_MAX; i++)
+    if (strcmp(t->labels[i].key, key) == 0)
+      return t->labels[i].value;
+  return NULL;
+}
+
+/* A tenant from Kubernetes carries these labels (the agent registers them), and its series
+ * carry them under dcgm-exporter's pod-mapping names, so that one query joins both. A tenant
+ * without them leaves them out, as dcgm-exporter does for a GPU no pod uses. */
+static const char *const k8s_keys[] = { "namespace", "pod", "container" };
+
 static void tenant_labels(struct mbuf *sc, const struct gs_snapshot *s,
-                          const struct gs_snap_tenant *t)
+                          const struct gs_metrics_fields *fields, const struct gs_snap_tenant *t)
 {
   char idx[16];
   char names[GS_SNAP_LABELS_MAX][LABEL_NAME_MAX];
+  const struct gs_snap_gpu *g = gpu_at(s, t->gpu);
   snprintf(idx, sizeof(idx), "%d", t->gpu);
   mbuf_label(sc, true, "tenant", t->name, sizeof(t->name));
   mbuf_label(sc, false, "gpu", idx, sizeof(idx));
-  mbuf_label(sc, false, "UUID", gpu_uuid(s, t->gpu), GS_SNAP_STR);
+  mbuf_label(sc, false, "UUID", g ? g->uuid : "", GS_SNAP_STR);
+  /* The GPU series' Hostname and modelName, so that a join on (Hostname, gpu) or UUID keeps
+   * the labels a dashboard filters on. */
+  mbuf_label(sc, false, "modelName", g ? g->model : "", GS_SNAP_STR);
+  if (s->hostname[0])
+    mbuf_label(sc, false, hostname_label(fields), s->hostname, sizeof(s->hostname));
+  for (size_t k = 0; k < sizeof(k8s_keys) / sizeof(k8s_keys[0]); k++) {
+    const char *v = tenant_label(t, k8s_keys[k]);
+    if (v && v[0])
+      mbuf_label(sc, false, k8s_keys[k], v, GS_SNAP_STR);
+  }
   tenant_label_names(t, names);
   for (int i = 0; i < t->nlabels && i < GS_SNAP_LABELS_MAX; i++)
     mbuf_label(sc, false, names[i], t->labels[i].value, sizeof(t->labels[i].value));
@@ -364,9 +395,9 @@ static const struct {
     "Device memory the tenant holds on this GPU, in bytes." },
   { TF_VRAM_LIMIT, "gpuslice_tenant_vram_limit_bytes", "gauge",
     "The tenant's device memory limit on this GPU, in bytes (absent when unlimited)." },
-  { TF_SHARE, "gpuslice_tenant_compute_share", "gauge",
+  { TF_SHARE, "gpuslice_tenant_compute_used_ratio", "gauge",
     "Share of this GPU's time the tenant used over the last sampling window (0 to 1)." },
-  { TF_LIMIT, "gpuslice_tenant_compute_limit", "gauge",
+  { TF_LIMIT, "gpuslice_tenant_compute_limit_ratio", "gauge",
     "The tenant's compute limit on this GPU as a share of its time (0 to 1; absent when "
     "unlimited)." },
   { TF_GPU_S, "gpuslice_tenant_gpu_seconds_total", "counter",
@@ -376,7 +407,7 @@ static const struct {
   { TF_VIOL_BYTES, "gpuslice_tenant_violation_bytes", "gauge",
     "Device memory NVML counts for the tenant's processes over its limit on this GPU, in bytes "
     "(0 when within it)." },
-  { TF_VIOL_COMPUTE, "gpuslice_tenant_violation_compute_share", "gauge",
+  { TF_VIOL_COMPUTE, "gpuslice_tenant_violation_compute_ratio", "gauge",
     "Share of this GPU's time NVML counts for the tenant over its compute limit (0 when within "
     "it)." },
   { TF_VIOL_VRAM_N, "gpuslice_tenant_vram_violations_total", "counter",
@@ -411,20 +442,47 @@ static bool tenant_value(struct mbuf *b, const struct gs_snap_tenant *t, enum te
   return true;
 }
 
+/* The names of gpuslice 0.1 for the 0-1 series, served beside the _ratio names for one
+ * release (docs/metrics.md marks them deprecated), with the same values. */
+static const struct {
+  enum tenant_field field;
+  const char *name, *help;
+} deprecated_series[] = {
+  { TF_SHARE, "gpuslice_tenant_compute_share",
+    "Deprecated, use gpuslice_tenant_compute_used_ratio (the same value); removed after gpuslice "
+    "0.2." },
+  { TF_LIMIT, "gpuslice_tenant_compute_limit",
+    "Deprecated, use gpuslice_tenant_compute_limit_ratio (the same value); removed after gpuslice "
+    "0.2." },
+  { TF_VIOL_COMPUTE, "gpuslice_tenant_violation_compute_share",
+    "Deprecated, use gpuslice_tenant_violation_compute_ratio (the same value); removed after "
+    "gpuslice 0.2." },
+};
+
+static void render_tenant_series(struct mbuf *b, const struct gs_snapshot *s, const struct mbuf *sc,
+                                 const struct labelset *ls, enum tenant_field f, const char *name,
+                                 const char *type, const char *help)
+{
+  series_header(b, name, type, help);
+  for (int i = 0; i < s->ntenants; i++) {
+    size_t mark = b->len;
+    sample_start(b, name, sc, &ls[i]);
+    if (tenant_value(b, &s->tenants[i], f))
+      mbuf_put(b, "\n", 1);
+    else if (!b->oom)
+      b->len = mark; /* take the line back */
+  }
+}
+
 static void render_tenants(struct mbuf *b, const struct gs_snapshot *s, const struct mbuf *sc,
                            const struct labelset *ls)
 {
-  for (size_t k = 0; k < sizeof(tenant_series) / sizeof(tenant_series[0]); k++) {
-    series_header(b, tenant_series[k].name, tenant_series[k].type, tenant_series[k].help);
-    for (int i = 0; i < s->ntenants; i++) {
-      size_t mark = b->len;
-      sample_start(b, tenant_series[k].name, sc, &ls[i]);
-      if (tenant_value(b, &s->tenants[i], tenant_series[k].field))
-        mbuf_put(b, "\n", 1);
-      else if (!b->oom)
-        b->len = mark; /* take the line back */
-    }
-  }
+  for (size_t k = 0; k < sizeof(tenant_series) / sizeof(tenant_series[0]); k++)
+    render_tenant_series(b, s, sc, ls, tenant_series[k].field, tenant_series[k].name,
+                         tenant_series[k].type, tenant_series[k].help);
+  for (size_t k = 0; k < sizeof(deprecated_series) / sizeof(deprecated_series[0]); k++)
+    render_tenant_series(b, s, sc, ls, deprecated_series[k].field, deprecated_series[k].name,
+                         "gauge", deprecated_series[k].help);
 }
 
 static void health_line(struct mbuf *b, const char *name, const char *type, const char *help,
@@ -470,9 +528,9 @@ static void render_labelsets(struct mbuf *sc, const struct gs_snapshot *s,
   for (int i = 0; i < s->ngpus + s->ntenants; i++) {
     ls[i].off = sc->len;
     if (i < s->ngpus)
-      gpu_labels(sc, s, &s->gpus[i], fields->driver_label);
+      gpu_labels(sc, s, &s->gpus[i], fields);
     else
-      tenant_labels(sc, s, &s->tenants[i - s->ngpus]);
+      tenant_labels(sc, s, fields, &s->tenants[i - s->ngpus]);
     ls[i].len = sc->len - ls[i].off;
   }
 }
@@ -495,7 +553,7 @@ int gs_metrics_render_fields(const struct gs_snapshot *s, const struct gs_metric
   if (ls) {
     /* Sized for a typical row, so that most renders never grow the buffers. */
     mbuf_reserve(&sc, rows * 192);
-    mbuf_reserve(&b, 8192 + (size_t) s->ngpus * 25 * 320 + (size_t) s->ntenants * 6 * 256);
+    mbuf_reserve(&b, 8192 + (size_t) s->ngpus * 25 * 320 + (size_t) s->ntenants * 13 * 320);
     render_labelsets(&sc, s, fields, ls);
     render_gpus(&b, s, fields, &sc, ls);
     render_tenants(&b, s, &sc, ls + s->ngpus);

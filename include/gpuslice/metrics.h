@@ -45,6 +45,9 @@ struct gs_metrics_fields {
   int n;
   struct gs_metrics_field field[GS_METRICS_FIELDS_MAX];
   bool driver_label; /* DCGM_FI_DRIVER_VERSION, a label field, is on the GPU series */
+  /* The host name label's spelling: Hostname (released dcgm-exporter 4.x, dashboard 12239),
+   * or, when set, hostname (dcgm-exporter's main branch after 4.5.3-4.8.2). */
+  bool hostname_lower;
 };
 
 /* dcgm-exporter's default set: every field gpuslice has, with dcgm-exporter's TYPEs and HELP. */
@@ -56,6 +59,10 @@ const struct gs_metrics_fields *gs_metrics_fields_default(void);
 int gs_metrics_fields_parse(const char *text, struct gs_metrics_fields *f, gs_error_t *err);
 /* gs_metrics_fields_parse of a file; errors start with "counters file PATH: ". */
 int gs_metrics_fields_load(const char *path, struct gs_metrics_fields *f, gs_error_t *err);
+
+/* The optional readings (GS_SNAP_HAVE_* bits, include/gpuslice/snapshot.h) that the fields of f
+ * are made from, so that a sampler can skip the NVML calls of the fields nobody serves. */
+uint32_t gs_metrics_fields_readings(const struct gs_metrics_fields *f);
 
 /* gs_metrics_render with the GPU fields of `fields` instead of the default set. */
 int gs_metrics_render_fields(const struct gs_snapshot *s, const struct gs_metrics_fields *fields,

@@ -83,3 +83,12 @@ class Prometheus:
             reply = json.loads(r.read())
         assert reply["status"] == "success", reply
         return reply["data"]["result"]
+
+    def label_values(self, label, match):
+        """The values of `label` on the series `match` selects (Grafana's label_values())."""
+        url = (f"http://127.0.0.1:{self.port}/api/v1/label/{urllib.parse.quote(label)}/values?"
+               + urllib.parse.urlencode({"match[]": match}))
+        with urllib.request.urlopen(url, timeout=10) as r:
+            reply = json.loads(r.read())
+        assert reply["status"] == "success", reply
+        return reply["data"]

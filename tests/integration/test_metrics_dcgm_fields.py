@@ -5,7 +5,14 @@ name, TYPE and HELP text, with dcgm-exporter's labels; FB_USED + FB_FREE + FB_RE
 GPU's total; an XID error injected into the simulated GPU shows in DCGM_FI_DEV_XID_ERRORS, with
 its code and NVIDIA's name for it, within one interval; promtool accepts the text; and the
 `counters` setting takes a counters file in dcgm-exporter's format (dcgm-exporter's own file as
-it is), refusing one with an unknown field or a malformed line in one line naming the line."""
+it is), refusing one with an unknown field or a malformed line in one line naming the line.
+
+Labels (the rest of #16): a tenant registered with namespace, pod and container labels (as the
+Kubernetes agent registers them) has them on every gpuslice_tenant_* series; every tenant series
+has the Hostname and modelName of its GPU's series, so that a PromQL join through a real
+Prometheus finds them; NODE_NAME names the node on both, as in dcgm-exporter; the hostname-label
+setting spells the label hostname; and the 0-1 series are served under their _ratio names and,
+for one release, under the old ones with the same values."""
 import pathlib
 import re
 import shutil
@@ -17,7 +24,7 @@ import pytest
 
 from conftest import run
 from daemon_env import GIB, GPUSLICE, MIB, Daemon, Tenant, wait_for
-from prometheus_server import metrics
+from prometheus_server import PROMETHEUS, Prometheus, metrics
 from test_sim_nvml import probe
 
 COUNTERS = pathlib.Path(__file__).resolve().parents[2] / "data" / "dcgm-exporter" / "default-counters.csv"
@@ -174,6 +181,9 @@ def test_promtool_accepts_the_full_field_set_remarking_only_on_dcgm_exporters_ow
     for f, kind, _ in default_counters():
         if kind != "label":
             allowed.add(f"{f} label names should be written in 'snake_case' not 'camelCase'")  # modelName
+    # The tenant series carry modelName too, so that they join with the GPU series.
+    allowed |= {f"{f} label names should be written in 'snake_case' not 'camelCase'"
+                for f in families(text) if f.startswith("gpuslice_tenant_")}
     allowed |= {f'{f} counter metrics should have "_total" suffix' for f in counters}
     allowed.add("DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'")
     assert set(problems) <= allowed, set(problems) - allowed
@@ -236,3 +246,119 @@ def test_a_bad_counters_file_refuses_the_start_in_one_line_naming_the_line(tmp_p
     assert len(lines) == 1, r.stderr
     assert lines[0].startswith(f"gpuslice: daemon: counters file {counters}: line 4: {why}"), lines[0]
     assert lines[0].endswith(f"(`{line}`)"), lines[0]
+
+
+# ---- labels for joins, and the _ratio names ----
+
+K8S = ["--label", "namespace=ns1", "--label", "pod=p1", "--label", "container=c1"]
+
+
+def tenant_rows(fams, tenant):
+    """{family: [labels dict]} of every gpuslice_tenant_* sample of `tenant`."""
+    return {name: [dict(lb) for lb, _ in fam["samples"] if dict(lb).get("tenant") == tenant]
+            for name, fam in fams.items() if name.startswith("gpuslice_tenant_")}
+
+
+@pytest.fixture(scope="module")
+def k8s_node(tmp_path_factory):
+    """The daemon with pod-like tenant k (namespace, pod and container labels, a 4 GiB and 50%
+    limit, holding 1 GiB) and plain tenant p (no such labels), both on GPU 0."""
+    d = Daemon(tmp_path_factory.mktemp("k8s"), interval=INTERVAL).start()
+    ts = []
+    try:
+        ts.append(Tenant(d, "k", K8S + ["--vram", "4GiB", "--compute", "50"], GIB))
+        ts.append(Tenant(d, "p", [], 256 * MIB))
+        wait_for(lambda: (lambda f: all(tenant_rows(f, n)["gpuslice_tenant_vram_used_bytes"] for n in "kp"))(
+            families(metrics(d))), timeout=30, what="both tenants in /metrics")
+        yield d
+    finally:
+        for t in ts:
+            t.end()
+        d.stop()
+
+
+def test_a_kubernetes_tenant_has_namespace_pod_container_on_every_series(k8s_node):
+    fams = families(metrics(k8s_node))
+    gpu = sample(fams, "DCGM_FI_DEV_FB_USED", 0)[0]
+    rows = tenant_rows(fams, "k")
+    assert len(rows) == 13 and all(rows.values()), rows  # 10 series and 3 deprecated names
+    for name, samples in rows.items():
+        for lb in samples:
+            assert (lb["namespace"], lb["pod"], lb["container"]) == ("ns1", "p1", "c1"), name
+            assert (lb["Hostname"], lb["modelName"], lb["UUID"]) == (gpu["Hostname"], gpu["modelName"],
+                                                                     gpu["UUID"]), name
+    # A tenant without them has none of the three (absent, which PromQL reads as empty).
+    for lb in tenant_rows(fams, "p")["gpuslice_tenant_vram_used_bytes"]:
+        assert not {"namespace", "pod", "container"} & set(lb) and lb["Hostname"] == socket.gethostname()
+
+
+@pytest.mark.skipif(not shutil.which(PROMETHEUS), reason="prometheus (Debian package) is not installed")
+def test_tenant_series_join_the_gpu_series_on_hostname_and_gpu_in_promql(k8s_node, tmp_path):
+    with Prometheus(tmp_path, [f"127.0.0.1:{k8s_node.port}"]) as prom:
+        # Each pod's memory as a share of its GPU's framebuffer, with the GPU's model.
+        q = ('gpuslice_tenant_vram_used_bytes{pod="p1"} / 1048576 / on (Hostname, gpu) '
+             'group_left (pci_bus_id) DCGM_FI_DEV_FB_USED')
+        joined = wait_for(lambda: prom.query(q), timeout=60, what="the join")
+        by_model = prom.query('sum by (modelName, Hostname) (gpuslice_tenant_vram_used_bytes) '
+                              '* on (modelName, Hostname) group_left count by (modelName, Hostname) (DCGM_FI_DEV_GPU_TEMP)')
+    (row,) = joined
+    assert row["metric"]["namespace"] == "ns1" and row["metric"]["pci_bus_id"]
+    assert 0 < float(row["value"][1]) <= 1
+    assert by_model and by_model[0]["metric"]["modelName"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_node_name_names_the_node_on_gpu_and_tenant_series(tmp_path):
+    d = Daemon(tmp_path, interval=INTERVAL)
+    d.env["NODE_NAME"] = "foo"
+    d.start()
+    t = None
+    try:
+        t = Tenant(d, "k", K8S, 64 * MIB)
+        fams = wait_for(lambda: (lambda f: f if tenant_rows(f, "k")["gpuslice_tenant_vram_used_bytes"] else None)(
+            families(metrics(d))), timeout=30, what="k in /metrics")
+        assert sample(fams, "DCGM_FI_DEV_GPU_TEMP", 0)[0]["Hostname"] == "foo"
+        assert tenant_rows(fams, "k")["gpuslice_tenant_vram_used_bytes"][0]["Hostname"] == "foo"
+    finally:
+        if t:
+            t.end()
+        d.stop()
+
+
+def test_hostname_label_setting_spells_it_hostname_on_both(tmp_path):
+    d = Daemon(tmp_path, interval=INTERVAL).start("--hostname-label", "hostname")
+    t = None
+    try:
+        t = Tenant(d, "k", K8S, 64 * MIB)
+        text = wait_for(lambda: (lambda m: m if 'tenant="k"' in m else None)(metrics(d)), timeout=30,
+                        what="k in /metrics")
+        fams = families(text)
+        gpu = sample(fams, "DCGM_FI_DEV_GPU_TEMP", 0)[0]
+        assert list(gpu) == [n if n != "Hostname" else "hostname" for n in GPU_LABELS]
+        assert gpu["hostname"] == socket.gethostname()
+        assert tenant_rows(fams, "k")["gpuslice_tenant_vram_used_bytes"][0]["hostname"] == gpu["hostname"]
+        assert "Hostname=" not in text
+    finally:
+        if t:
+            t.end()
+        d.stop()
+    r = run([str(GPUSLICE), "daemon", "--hostname-label", "HOSTNAME"], env=d.env)
+    assert r.returncode == 2 and "hostname-label" in r.stderr, r.stderr
+
+
+RENAMED = {"gpuslice_tenant_compute_share": "gpuslice_tenant_compute_used_ratio",
+           "gpuslice_tenant_compute_limit": "gpuslice_tenant_compute_limit_ratio",
+           "gpuslice_tenant_violation_compute_share": "gpuslice_tenant_violation_compute_ratio"}
+
+
+def test_zero_to_one_series_end_in_ratio_and_keep_their_old_names_for_one_release(k8s_node):
+    fams = families(metrics(k8s_node))
+    for old, new in RENAMED.items():
+        assert fams[new]["type"] == fams[old]["type"] == "gauge"
+        assert fams[old]["help"].startswith(f"Deprecated, use {new} "), fams[old]["help"]
+        assert "Deprecated" not in fams[new]["help"]
+        assert sorted(fams[old]["samples"]) == sorted(fams[new]["samples"]), old
+    assert [v for lb, v in fams["gpuslice_tenant_compute_limit_ratio"]["samples"]
+            if dict(lb)["tenant"] == "k"] == [0.5]
+    # Every gpuslice series with a 0-1 value is a _ratio one, or one of the old names.
+    zero_one = {n for n, f in fams.items() if n.startswith("gpuslice_") and "(0 to 1" in f.get("help", "")}
+    assert zero_one and all(n.endswith("_ratio") for n in zero_one), zero_one

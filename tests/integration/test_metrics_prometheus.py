@@ -15,7 +15,8 @@ from prometheus_server import PROMETHEUS, Prometheus, metrics
 from test_sim_nvml import probe
 
 PROMTOOL = shutil.which("promtool")
-CAMEL = re.compile(r"^DCGM_FI_(DEV|PROF)_[A-Z_]+ label names should be written in 'snake_case' not 'camelCase'$")
+# The tenant series carry dcgm-exporter's modelName too, so that they join with the GPU series.
+CAMEL = re.compile(r"^(DCGM_FI_(DEV|PROF)_[A-Z_]+|gpuslice_tenant_[a-z_]+) label names should be written in 'snake_case' not 'camelCase'$")
 TOTAL = re.compile(r'^DCGM_FI_DEV_[A-Z_]+ counter metrics should have "_total" suffix$'
                    r"|^DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'$")
 

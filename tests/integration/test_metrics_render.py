@@ -14,7 +14,8 @@ import pytest
 from conftest import BIN
 
 PROMTOOL = shutil.which("promtool")
-CAMEL = re.compile(r"^DCGM_FI_(DEV|PROF)_[A-Z_]+ label names should be written in 'snake_case' not 'camelCase'$")
+# The tenant series carry dcgm-exporter's modelName too, so that they join with the GPU series.
+CAMEL = re.compile(r"^(DCGM_FI_(DEV|PROF)_[A-Z_]+|gpuslice_tenant_[a-z_]+) label names should be written in 'snake_case' not 'camelCase'$")
 # dcgm-exporter's counters keep their DCGM names, without Prometheus's _total suffix.
 TOTAL = re.compile(r'^DCGM_FI_DEV_[A-Z_]+ counter metrics should have "_total" suffix$'
                    r"|^DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'$")
@@ -64,8 +65,9 @@ def test_big_snapshot_has_every_row(big):
     rows = 256 * 8
     # GPU series: dcgm-exporter's 25 default fields x 8; tenants: used, share, gpu and throttled seconds, and the four violation
     # series, for every row, and the two limits only where set (3/4 of the tenants have a memory
-    # limit, 2/3 a compute limit).
+    # limit, 2/3 a compute limit); the deprecated names of the two 0-1 series every row has and
+    # of the compute limit.
     vram_limited = sum(1 for t in range(256) if t % 4) * 8
     compute_limited = sum(1 for t in range(256) if t % 3) * 8
-    assert len(samples) == 25 * 8 + 8 * rows + vram_limited + compute_limited + 7
+    assert len(samples) == 25 * 8 + 8 * rows + vram_limited + compute_limited + 7 + 2 * rows + compute_limited
     assert len({ln.rsplit(" ", 1)[0] for ln in samples}) == len(samples), "duplicate series"

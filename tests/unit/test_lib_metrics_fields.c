@@ -40,6 +40,29 @@ static void test_dcgm_exporters_default_file_is_the_builtin_set(void **state)
   }
 }
 
+static void test_readings_are_those_the_fields_are_made_of(void **state)
+{
+  (void) state;
+  uint32_t all = 0;
+  for (size_t i = 0; i < gs__dcgm_nfields; i++)
+    all |= gs__dcgm_fields[i].have;
+  assert_int_equal(gs_metrics_fields_readings(gs_metrics_fields_default()), all);
+  struct gs_metrics_fields f;
+  gs_error_t err = NULL;
+  /* The 7 fields of before #16 need no optional reading: the daemon skips those NVML calls. */
+  const char *seven = "DCGM_FI_DEV_SM_CLOCK, gauge, a\nDCGM_FI_DEV_MEM_CLOCK, gauge, b\n"
+                      "DCGM_FI_DEV_GPU_TEMP, gauge, c\nDCGM_FI_DEV_POWER_USAGE, gauge, d\n"
+                      "DCGM_FI_DEV_GPU_UTIL, gauge, e\nDCGM_FI_DEV_FB_FREE, gauge, f\n"
+                      "DCGM_FI_DEV_FB_USED, gauge, g\n";
+  assert_int_equal(gs_metrics_fields_parse(seven, &f, &err), 0);
+  assert_int_equal(gs_metrics_fields_readings(&f), 0);
+  assert_int_equal(gs_metrics_fields_parse("DCGM_FI_DEV_ENC_UTIL, gauge, e\n"
+                                           "DCGM_FI_PROF_DRAM_ACTIVE, gauge, d\n",
+                                           &f, &err),
+                   0);
+  assert_int_equal(gs_metrics_fields_readings(&f), GS_SNAP_HAVE_ENC | GS_SNAP_HAVE_PROF_DRAM);
+}
+
 static void test_a_file_chooses_fields_types_help_and_order(void **state)
 {
   (void) state;
@@ -146,6 +169,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_catalogue_is_in_its_enum_order),
     cmocka_unit_test(test_dcgm_exporters_default_file_is_the_builtin_set),
+    cmocka_unit_test(test_readings_are_those_the_fields_are_made_of),
     cmocka_unit_test(test_a_file_chooses_fields_types_help_and_order),
     cmocka_unit_test(test_served_text_follows_the_file),
     cmocka_unit_test(test_bad_lines_are_refused_naming_the_line),

@@ -248,7 +248,9 @@ static void test_xid_texts_are_nvidias_names_and_unknown_otherwise(void **state)
   assert_string_equal(gs_xid_text(1u << 20), "Unknown Error");
 }
 
-#define T_LABELS "tenant=\"alice\",gpu=\"0\",UUID=\"GPU-11111111-2222-3333-4444-555555555555\""
+#define T_LABELS                                                                  \
+  "tenant=\"alice\",gpu=\"0\",UUID=\"GPU-11111111-2222-3333-4444-555555555555\"," \
+  "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node1\""
 
 static void test_tenant_series_exact_text(void **state)
 {
@@ -279,14 +281,14 @@ static void test_tenant_series_exact_text(void **state)
     "bytes (absent when unlimited).\n"
     "# TYPE gpuslice_tenant_vram_limit_bytes gauge\n"
     "gpuslice_tenant_vram_limit_bytes{" T_LABELS ",label_team=\"vision\"} 2147483648\n"
-    "# HELP gpuslice_tenant_compute_share Share of this GPU's time the tenant used over the "
+    "# HELP gpuslice_tenant_compute_used_ratio Share of this GPU's time the tenant used over the "
     "last sampling window (0 to 1).\n"
-    "# TYPE gpuslice_tenant_compute_share gauge\n"
-    "gpuslice_tenant_compute_share{" T_LABELS ",label_team=\"vision\"} 0.125\n"
-    "# HELP gpuslice_tenant_compute_limit The tenant's compute limit on this GPU as a share of "
-    "its time (0 to 1; absent when unlimited).\n"
-    "# TYPE gpuslice_tenant_compute_limit gauge\n"
-    "gpuslice_tenant_compute_limit{" T_LABELS ",label_team=\"vision\"} 0.4\n"
+    "# TYPE gpuslice_tenant_compute_used_ratio gauge\n"
+    "gpuslice_tenant_compute_used_ratio{" T_LABELS ",label_team=\"vision\"} 0.125\n"
+    "# HELP gpuslice_tenant_compute_limit_ratio The tenant's compute limit on this GPU as a share "
+    "of its time (0 to 1; absent when unlimited).\n"
+    "# TYPE gpuslice_tenant_compute_limit_ratio gauge\n"
+    "gpuslice_tenant_compute_limit_ratio{" T_LABELS ",label_team=\"vision\"} 0.4\n"
     "# HELP gpuslice_tenant_gpu_seconds_total Device time the tenant's work ran on this GPU, in "
     "seconds.\n"
     "# TYPE gpuslice_tenant_gpu_seconds_total counter\n"
@@ -299,10 +301,10 @@ static void test_tenant_series_exact_text(void **state)
     "over its limit on this GPU, in bytes (0 when within it).\n"
     "# TYPE gpuslice_tenant_violation_bytes gauge\n"
     "gpuslice_tenant_violation_bytes{" T_LABELS ",label_team=\"vision\"} 536870912\n"
-    "# HELP gpuslice_tenant_violation_compute_share Share of this GPU's time NVML counts for the "
+    "# HELP gpuslice_tenant_violation_compute_ratio Share of this GPU's time NVML counts for the "
     "tenant over its compute limit (0 when within it).\n"
-    "# TYPE gpuslice_tenant_violation_compute_share gauge\n"
-    "gpuslice_tenant_violation_compute_share{" T_LABELS ",label_team=\"vision\"} 0.25\n"
+    "# TYPE gpuslice_tenant_violation_compute_ratio gauge\n"
+    "gpuslice_tenant_violation_compute_ratio{" T_LABELS ",label_team=\"vision\"} 0.25\n"
     "# HELP gpuslice_tenant_vram_violations_total Device memory violations the daemon found on "
     "this GPU, one per start of an excess.\n"
     "# TYPE gpuslice_tenant_vram_violations_total counter\n"
@@ -310,7 +312,19 @@ static void test_tenant_series_exact_text(void **state)
     "# HELP gpuslice_tenant_compute_violations_total Compute violations the daemon found on this "
     "GPU, one per start of an excess.\n"
     "# TYPE gpuslice_tenant_compute_violations_total counter\n"
-    "gpuslice_tenant_compute_violations_total{" T_LABELS ",label_team=\"vision\"} 1\n";
+    "gpuslice_tenant_compute_violations_total{" T_LABELS ",label_team=\"vision\"} 1\n"
+    "# HELP gpuslice_tenant_compute_share Deprecated, use gpuslice_tenant_compute_used_ratio (the "
+    "same value); removed after gpuslice 0.2.\n"
+    "# TYPE gpuslice_tenant_compute_share gauge\n"
+    "gpuslice_tenant_compute_share{" T_LABELS ",label_team=\"vision\"} 0.125\n"
+    "# HELP gpuslice_tenant_compute_limit Deprecated, use gpuslice_tenant_compute_limit_ratio (the "
+    "same value); removed after gpuslice 0.2.\n"
+    "# TYPE gpuslice_tenant_compute_limit gauge\n"
+    "gpuslice_tenant_compute_limit{" T_LABELS ",label_team=\"vision\"} 0.4\n"
+    "# HELP gpuslice_tenant_violation_compute_share Deprecated, use "
+    "gpuslice_tenant_violation_compute_ratio (the same value); removed after gpuslice 0.2.\n"
+    "# TYPE gpuslice_tenant_violation_compute_share gauge\n"
+    "gpuslice_tenant_violation_compute_share{" T_LABELS ",label_team=\"vision\"} 0.25\n";
   assert_string_equal(tenant_part, expected);
   free(out);
 }
@@ -352,6 +366,7 @@ static void test_label_values_are_escaped(void **state)
   assert_string_equal(used,
                       "gpuslice_tenant_vram_used_bytes{tenant=\"x\\\"y\",gpu=\"0\","
                       "UUID=\"GPU-11111111-2222-3333-4444-555555555555\","
+                      "modelName=\"Model \\\"Q\\\"\",Hostname=\"node1\","
                       "label_note=\"a\\\"b\\\\c\\nd\"} 0\n");
   assert_non_null(strstr(out, "modelName=\"Model \\\"Q\\\"\""));
   free(used);
@@ -480,6 +495,50 @@ static void test_empty_hostname_leaves_the_label_out(void **state)
   free(out);
 }
 
+static void test_kubernetes_tenant_series_carry_namespace_pod_container(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  const char *kv[][2] = { { "pod", "p1" }, { "namespace", "ns1" }, { "container", "c1" } };
+  struct gs_snap_tenant t[2] = { tenant("k", 3, kv), tenant("plain", 0, NULL) };
+  struct gs_snapshot s = snapshot(&g, 1, t, 2);
+  char *out = render(&s, NULL);
+  assert_non_null(strstr(out,
+                         "gpuslice_tenant_vram_used_bytes{tenant=\"k\",gpu=\"0\",UUID=\"GPU-"
+                         "11111111-2222-3333-4444-555555555555\",modelName=\"NVIDIA H100 80GB "
+                         "HBM3\",Hostname=\"node1\",namespace=\"ns1\",pod=\"p1\",container="
+                         "\"c1\",label_pod=\"p1\",label_namespace=\"ns1\",label_container="
+                         "\"c1\"} 0\n"));
+  /* A tenant that did not come from Kubernetes has none of the three. */
+  char *plain = lines_starting(out, "gpuslice_tenant_vram_used_bytes{tenant=\"plain\"");
+  assert_non_null(strstr(plain, "Hostname=\"node1\"} 0\n"));
+  assert_null(strstr(plain, "namespace="));
+  free(plain);
+  free(out);
+}
+
+static void test_hostname_label_spelling_follows_the_fields(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  struct gs_snap_tenant t = tenant("t", 0, NULL);
+  struct gs_snapshot s = snapshot(&g, 1, &t, 1);
+  struct gs_metrics_fields f = *gs_metrics_fields_default();
+  f.hostname_lower = true;
+  char *out = NULL;
+  size_t len = 0;
+  gs_error_t err = NULL;
+  assert_int_equal(gs_metrics_render_fields(&s, &f, NULL, &out, &len, &err), 0);
+  assert_null(strstr(out, "Hostname="));
+  assert_non_null(strstr(out, "DCGM_FI_DEV_FB_USED{gpu=\"0\""));
+  assert_non_null(strstr(out, "modelName=\"NVIDIA H100 80GB HBM3\",hostname=\"node1\",DCGM_FI"));
+  assert_non_null(
+    strstr(out,
+           "{tenant=\"t\",gpu=\"0\",UUID=\"GPU-11111111-2222-3333-4444-"
+           "555555555555\",modelName=\"NVIDIA H100 80GB HBM3\",hostname=\"node1\"} 0\n"));
+  free(out);
+}
+
 static void test_tenant_on_unknown_gpu_gets_empty_uuid(void **state)
 {
   (void) state;
@@ -488,7 +547,8 @@ static void test_tenant_on_unknown_gpu_gets_empty_uuid(void **state)
   t.gpu = 5;
   struct gs_snapshot s = snapshot(&g, 1, &t, 1);
   char *out = render(&s, NULL);
-  assert_non_null(strstr(out, "{tenant=\"t\",gpu=\"5\",UUID=\"\"} 0\n"));
+  assert_non_null(
+    strstr(out, "{tenant=\"t\",gpu=\"5\",UUID=\"\",modelName=\"\",Hostname=\"node1\"} 0\n"));
   free(out);
 }
 
@@ -527,8 +587,9 @@ static void test_many_rows_render_completely(void **state)
   size_t lines = 0;
   for (char *p = out; *p; p++)
     lines += *p == '\n';
-  /* 8 GPU series (the readings every GPU has) + 10 tenant series, each with HELP and TYPE. */
-  assert_int_equal(lines, 8 * (2 + NG) + 10 * (2 + NT));
+  /* 8 GPU series (the readings every GPU has) + 10 tenant series and the 3 deprecated names of
+   * the 0-1 ones, each with HELP and TYPE. */
+  assert_int_equal(lines, 8 * (2 + NG) + 13 * (2 + NT));
   assert_non_null(strstr(out, "tenant=\"tenant-255\",gpu=\"7\""));
   free(out);
   free(g);
@@ -551,6 +612,8 @@ int main(void)
     cmocka_unit_test(test_health_series_and_values),
     cmocka_unit_test(test_without_health_there_are_no_daemon_series),
     cmocka_unit_test(test_empty_hostname_leaves_the_label_out),
+    cmocka_unit_test(test_kubernetes_tenant_series_carry_namespace_pod_container),
+    cmocka_unit_test(test_hostname_label_spelling_follows_the_fields),
     cmocka_unit_test(test_tenant_on_unknown_gpu_gets_empty_uuid),
     cmocka_unit_test(test_malformed_snapshot_is_an_error),
     cmocka_unit_test(test_many_rows_render_completely),
