@@ -127,11 +127,26 @@ static void slot_identity(const unsigned char *slot, uint32_t *state, struct gs_
   id->pid = pid;
 }
 
+/* How many slots from the first may be in use, as the ledger on fd keeps count (the tenant's
+ * word, as the slots are): all of them in a ledger that keeps none. */
+static size_t slots_in_use(int fd)
+{
+  uint32_t used = 0;
+  if (pread(fd, &used, sizeof(used), (off_t) offsetof(struct gs_ledger, slots_used)) !=
+        (ssize_t) sizeof(used) ||
+      !(used & GS_SLOTS_KNOWN))
+    return GS_LEDGER_MAX_PROCS;
+  used &= ~GS_SLOTS_KNOWN;
+  return used < GS_LEDGER_MAX_PROCS ? used : GS_LEDGER_MAX_PROCS;
+}
+
 int gs_ledger_read_procs(int fd, struct gs_ledger_pid *out, int max, gs_error_t *err)
 {
-  const size_t len = sizeof(struct gs_ledger_proc) * GS_LEDGER_MAX_PROCS;
-  unsigned char *slots = malloc(len);
+  const size_t len = sizeof(struct gs_ledger_proc) * slots_in_use(fd);
   int n = 0;
+  if (len == 0)
+    return 0;
+  unsigned char *slots = malloc(len);
   if (!slots)
     return gs_make_error(err, ENOMEM, "read process slots");
   ssize_t got = pread(fd, slots, len, (off_t) offsetof(struct gs_ledger, proc));

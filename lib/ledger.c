@@ -97,6 +97,7 @@ static void fill(struct gs_ledger *l, const struct gs_ledger_spec *spec)
   snprintf(l->name, sizeof(l->name), "%s", spec->name);
   snprintf(l->labels, sizeof(l->labels), "%s", spec->labels ? spec->labels : "");
   l->owner_pid = getpid();
+  atomic_init(&l->slots_used, GS_SLOTS_KNOWN);
   l->owner_start_time = gs_proc_start_time(getpid());
   l->created_unix_ns = (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
   l->context_reserve_bytes = spec->context_reserve_bytes;
@@ -212,6 +213,15 @@ int gs_ledger_reap(struct gs_ledger *l)
   return n;
 }
 
+/* Raises slots_used past slot i, in a ledger that keeps it (GS_SLOTS_KNOWN). */
+static void note_slot_used(struct gs_ledger *l, int i)
+{
+  uint32_t cur = atomic_load(&l->slots_used);
+  while ((cur & GS_SLOTS_KNOWN) && (cur & ~GS_SLOTS_KNOWN) < (uint32_t) i + 1 &&
+         !atomic_compare_exchange_weak(&l->slots_used, &cur, GS_SLOTS_KNOWN | ((uint32_t) i + 1)))
+    ;
+}
+
 struct gs_ledger_proc *gs_ledger_claim(struct gs_ledger *l, pid_t pid, uint64_t start_time)
 {
   /* A live slot with our own identity was claimed by the image that exec replaced; exec
@@ -231,6 +241,7 @@ struct gs_ledger_proc *gs_ledger_claim(struct gs_ledger *l, pid_t pid, uint64_t 
       p->start_time = start_time;
       for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
         atomic_store(&p->used[g], 0);
+      note_slot_used(l, i);
       atomic_store(&p->state, GS_SLOT_LIVE);
       return p;
     }

@@ -28,6 +28,7 @@
 #define GS_LEDGER_NAME_MAX 64
 #define GS_LEDGER_LABELS_MAX 1024
 #define GS_LIMIT_NONE UINT64_MAX
+#define GS_SLOTS_KNOWN 0x80000000u /* in slots_used: the count below it is kept */
 
 struct gs_ledger_gpu {
   _Atomic uint64_t
@@ -80,7 +81,10 @@ struct gs_ledger {
   char name[GS_LEDGER_NAME_MAX];
   char labels[GS_LEDGER_LABELS_MAX]; /* "k=v" lines */
   int32_t owner_pid;                 /* the `gpuslice run` that started the tenant */
-  uint32_t pad;
+  /* GS_SLOTS_KNOWN | how many slots from proc[0] were ever claimed, so that a reader reads only
+   * those (gs_ledger_read_procs); raised before a claimed slot goes live. 0 in a ledger made
+   * before there was this field: all slots may be in use. */
+  _Atomic uint32_t slots_used;
   uint64_t owner_start_time;
   uint64_t created_unix_ns;
   uint64_t context_reserve_bytes; /* charged per CUDA context */
@@ -116,6 +120,7 @@ _Static_assert(offsetof(struct gs_ledger, size) == 12, "bump GS_LEDGER_VERSION")
 _Static_assert(offsetof(struct gs_ledger, name) == 16, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger, labels) == 80, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger, owner_pid) == 1104, "bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, slots_used) == 1108, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger, owner_start_time) == 1112, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger, created_unix_ns) == 1120, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger, context_reserve_bytes) == 1128, "bump GS_LEDGER_VERSION");

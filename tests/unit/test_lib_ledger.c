@@ -336,6 +336,38 @@ static void test_read_procs_lists_the_live_slots(void **state)
   gs_ledger_remove(dir, "slots", NULL);
 }
 
+/* A reader reads only the slots ever claimed: slots_used counts them; a live slot past the
+ * count is not seen, and a ledger that keeps no count (one made before the field) is read whole. */
+static void test_read_procs_reads_only_the_slots_ever_claimed(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("counted", 1000);
+  gs_error_t err = NULL;
+  struct gs_ledger_pid out[4];
+  assert_int_equal(atomic_load(&l->slots_used), GS_SLOTS_KNOWN);
+  int fd = gs_ledger_read_open(dir, "counted", &err);
+  assert_true(fd >= 0);
+  assert_int_equal(gs_ledger_read_procs(fd, out, 4, &err), 0);
+  uint64_t start = gs_proc_start_time(getpid());
+  assert_non_null(gs_ledger_claim(l, getpid(), start));
+  struct gs_ledger_proc *second = gs_ledger_claim(l, getpid() + 100000, 5);
+  assert_non_null(second);
+  assert_int_equal(atomic_load(&l->slots_used), GS_SLOTS_KNOWN | 2);
+  gs_ledger_unclaim(l, second); /* freed: the count stays, the slot is no longer live */
+  assert_int_equal(atomic_load(&l->slots_used), GS_SLOTS_KNOWN | 2);
+  assert_int_equal(gs_ledger_read_procs(fd, out, 4, &err), 1);
+  /* A live slot past the count is not read; with no count kept, it is. */
+  l->proc[500].pid = getpid();
+  l->proc[500].start_time = start;
+  atomic_store(&l->proc[500].state, GS_SLOT_LIVE);
+  assert_int_equal(gs_ledger_read_procs(fd, out, 4, &err), 1);
+  atomic_store(&l->slots_used, 0);
+  assert_int_equal(gs_ledger_read_procs(fd, out, 4, &err), 2);
+  close(fd);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "counted", NULL);
+}
+
 static void test_proc_parent_reads_the_parent_and_start_time(void **state)
 {
   (void) state;
@@ -390,6 +422,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_reserve_stops_exactly_at_the_limit),
     cmocka_unit_test(test_read_procs_lists_the_live_slots),
+    cmocka_unit_test(test_read_procs_reads_only_the_slots_ever_claimed),
     cmocka_unit_test(test_proc_parent_reads_the_parent_and_start_time),
     cmocka_unit_test(test_sixteen_processes_never_exceed_the_quota),
     cmocka_unit_test(test_killed_process_memory_returns_to_the_tenant),
