@@ -51,20 +51,23 @@ free_port() {
 }
 
 # start NAME CMD...: starts a server in its own session, so that it outlives this script,
-# with its log in logs/NAME.log and its pid in pids/NAME.
+# with its log in logs/NAME.log and its pid and start time in pids/NAME: `down` stops a
+# pid only while its start time is the same, so a reused pid is never killed.
 start() {
 	local name=$1
 	shift
 	setsid "${nice[@]}" "$@" >"$d/logs/$name.log" 2>&1 </dev/null &
-	echo $! >"$d/pids/$name"
-	echo "$name" >>"$d/pids/order"
+	echo "$! $(start_time $!)" >"$d/pids/$name"
 }
+
+# Field 22 of /proc/PID/stat, after the parenthesised command name.
+start_time() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
 
 # wait_for WHAT SECONDS CMD...: retries CMD while the server WHAT lives.
 wait_for() {
 	local what=$1 secs=$2 pid
 	shift 2
-	pid=$(cat "$d/pids/$what")
+	read -r pid _ <"$d/pids/$what"
 	for _ in $(seq 1 $((secs * 2))); do
 		"$@" >/dev/null 2>&1 && return 0
 		kill -0 "$pid" 2>/dev/null || die "$what exited before it was ready; its log:" "$d/logs/$what.log"
@@ -415,15 +418,21 @@ up() {
 
 # stop NAME: SIGTERM, then SIGKILL after 20 s.
 stop() {
-	local f=$d/pids/$1 p
+	local f=$d/pids/$1 p st s=$SECONDS
 	[ -f "$f" ] || return 0
-	p=$(cat "$f")
-	if kill "$p" 2>/dev/null; then
+	read -r p st <"$f"
+	if [ "$(start_time "$p")" != "$st" ]; then
+		say "$1 (pid $p) had already exited"
+	elif kill "$p" 2>/dev/null; then
 		for _ in $(seq 1 40); do
 			kill -0 "$p" 2>/dev/null || break
 			sleep 0.5
 		done
-		kill -9 "$p" 2>/dev/null && say "$1 (pid $p) killed after 20 s"
+		if kill -9 "$p" 2>/dev/null; then
+			say "$1 (pid $p) killed after 20 s"
+		else
+			say "$1 (pid $p) stopped in $((SECONDS - s))s"
+		fi
 	fi
 	rm -f "$f"
 }
@@ -432,7 +441,9 @@ stop() {
 # unmounts); then whatever tasks are left, through containerd.
 stop_pods() {
 	local id
-	if [ -f "$d/pids/kubelet" ] && kill -0 "$(cat "$d/pids/kubelet")" 2>/dev/null; then
+	local p st
+	[ -f "$d/pids/kubelet" ] && read -r p st <"$d/pids/kubelet"
+	if [ -n "${p:-}" ] && [ "$(start_time "$p")" = "$st" ]; then
 		kc delete pods --all --all-namespaces --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
 		for _ in $(seq 1 60); do
 			[ -z "$(ctr tasks ls -q)" ] && break
