@@ -39,6 +39,8 @@ say() { echo "cluster.sh: $*" >&2; }
 die() {
 	say "$1"
 	[ -n "${2:-}" ] && [ -f "$2" ] && tail -n 20 "$2" >&2
+	# What up started is left running for a look at its logs; down removes it all.
+	[ -n "${in_up:-}" ] && say "up failed; logs in $d/logs; \`cluster.sh down\` stops and removes what it started"
 	exit 1
 }
 
@@ -199,7 +201,7 @@ state = "$c/state"
 [plugins."io.containerd.cri.v1.images".pinned_images]
   sandbox = "$pause_ref"
 [plugins."io.containerd.cri.v1.runtime"]
-  enable_cdi = true
+  # CDI is always on in containerd 2.x, which calls \`enable_cdi\` an unknown key.
   cdi_spec_dirs = ["$d/cdi"]
   netns_mounts_under_state_dir = true
   # This machine's kernel refuses any negative oom_score_adj (EIO), and runc fails the
@@ -392,6 +394,7 @@ up() {
 	done
 	[ -x /usr/lib/cni/bridge ] || die "/usr/lib/cni/bridge not found (Debian package containernetworking-plugins)"
 	[ -e "$d" ] && die "$d exists: run \`cluster.sh down\` first"
+	in_up=1
 	bin="${GS_K8S_BIN:-$("$here/build.sh" | tail -n1)}"
 	node_ip="${GS_K8S_NODE_IP:-$(node_ip)}"
 	[ -n "$node_ip" ] || die "no node address (no default route); set GS_K8S_NODE_IP"
