@@ -5,7 +5,7 @@
 # service-account key pair) and `kubectl get --raw /readyz` says ok; as root, containerd
 # starts with its state in a temporary directory, its CRI plugin loads and `ctr version`
 # reaches it. Then it stops them all and removes everything it made. The cluster itself
-# (controller manager, scheduler, kubelet, pods) is not started yet, and CI does not run
+# (controller manager, scheduler, kubelet, pods) is cluster.sh's, and CI does not run
 # this yet.
 #
 # Usage: smoke.sh [BIN_DIR]   (default: what build.sh prints, building what is missing)

@@ -1,4 +1,4 @@
-# Sourced by build.sh (and the cluster scripts to come): the one place where the test
+# Sourced by build.sh and cluster.sh: the one place where the test
 # cluster's component versions are pinned. Changing a version here changes the cache
 # directory, so a new version is built beside the old one, never over it.
 #
