@@ -172,11 +172,13 @@ static int read_vram(const json_t *body, struct tenant_json_limits *lim, bool *g
   return 0;
 }
 
-/* name, pid and state_dir. */
+/* name, pid, state_dir and held. */
 static int read_identity(const json_t *body, struct tenant_json_reg *reg, gs_error_t *err)
 {
   const json_t *name = json_object_get(body, "name"), *pid = json_object_get(body, "pid");
-  const json_t *dir = json_object_get(body, "state_dir");
+  const json_t *dir = json_object_get(body, "state_dir"), *held = json_object_get(body, "held");
+  if (held && !json_is_boolean(held))
+    return gs_make_error(err, 0, "field 'held': want true or false");
   if (!json_is_string(name) || !gs_ledger_name_valid(json_string_value(name)))
     return gs_make_error(err, 0, "field 'name': want a tenant name (1-63 of A-Z a-z 0-9 . _ -)");
   if (pid && !json_is_null(pid) && (!json_is_integer(pid) || json_integer_value(pid) <= 0))
@@ -186,6 +188,7 @@ static int read_identity(const json_t *body, struct tenant_json_reg *reg, gs_err
   reg->name = json_string_value(name);
   reg->pid = json_is_integer(pid) ? (long) json_integer_value(pid) : 0;
   reg->state_dir = json_is_string(dir) ? json_string_value(dir) : NULL;
+  reg->held = json_is_true(held);
   return 0;
 }
 

@@ -96,6 +96,7 @@ static void request_from_reg(const struct tenant_json_reg *reg, struct tenant_re
   req->name = reg->name;
   req->pid = (pid_t) reg->pid;
   req->ledger_dir = reg->state_dir;
+  req->held = reg->held;
   req->labels = reg->labels;
   req->compute_given = reg->compute_given[0] || reg->compute_given[1] || reg->compute_given[2];
   req->limits_given = reg->vram_given || req->compute_given;
@@ -132,6 +133,10 @@ int api_tenants_register(struct api_req *rq, struct api_reply *r)
   int status;
   if (request_fields(rq->body, &req, labels, sizeof(labels), r) < 0)
     return 0;
+  if (req.held && !rq->peer.admin)
+    return api_error(r, 403, "field 'held': only an admin registers a held tenant");
+  if (req.held && !req.ledger_dir)
+    return api_error(r, 400, "field 'held': a held tenant needs 'state_dir'");
   struct tenant *old = registry_find(&d->reg, req.name);
   if (old && !access_may_see(&rq->peer, old))
     return api_error(r, 409, "tenant '%s' is registered by another user", req.name);

@@ -134,6 +134,7 @@ struct tenant {
   struct gs_limits *limits_prev;
   int64_t db_id; /* row in the usage ledger's tenants table, 0 until written */
   bool exited;
+  bool held;       /* GS_LIMITS_HELD: only a DELETE ends it, never its owner's end */
   int exit_status; /* -1 when unknown */
   uint64_t served_requests;
   double last_end; /* end of its last interval row, unix seconds; 0: none yet */
@@ -175,6 +176,7 @@ struct tenant_request {
   const char *name;
   const char *ledger_dir; /* NULL: the daemon's state dir */
   pid_t pid;              /* 0: the caller */
+  bool held;              /* a held tenant (GS_LIMITS_HELD): the daemon makes its ledger */
   const char *labels;     /* "k=v" lines, or NULL for the ledger's */
   bool limits_given;      /* else the ledger's limits are adopted */
   bool compute_given;     /* a compute limit (share, policy or priority) was asked for */

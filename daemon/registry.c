@@ -135,6 +135,27 @@ static int tenant_write_limits(struct registry *r, struct tenant *t, const struc
   return 0;
 }
 
+/* A held tenant's ledger, made by the daemon in dir when it is not there yet, with the limits
+ * and labels req asks for (the interposer reads them until it finds the limits file). */
+static int held_ledger(const struct tenant_request *req, const char *dir, gs_error_t *err)
+{
+  struct gs_ledger_spec spec = { .name = req->name, .labels = req->labels };
+  struct gs_ledger *l = NULL;
+  if (gs_ledger_read_copy(dir, req->name, (uid_t) -1, &(struct gs_ledger_copy){ 0 }, NULL) == 0)
+    return 0;
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
+    spec.limit_bytes[g] = req->limit_bytes[g];
+    spec.limit_ppm[g] = req->limit_ppm[g];
+  }
+  spec.compute_ppm = atomic_load(&req->compute.limit_ppm);
+  spec.compute_policy = atomic_load(&req->compute.policy);
+  spec.priority = atomic_load(&req->compute.priority);
+  if (gs_ledger_state_dir_make(dir, err) < 0 || gs_ledger_create(dir, &spec, &l, err) < 0)
+    return -1;
+  gs_ledger_detach(l);
+  return 0;
+}
+
 struct tenant *registry_add(struct registry *r, const struct tenant_request *req, uid_t caller,
                             bool admin, const uint64_t *gpu_totals, int ngpus, int *status,
                             gs_error_t *err)
@@ -144,12 +165,15 @@ struct tenant *registry_add(struct registry *r, const struct tenant_request *req
   const char *dir = req->ledger_dir ? req->ledger_dir : r->state_dir;
   (void) admin;
 
+  *status = 500;
+  if (req->held && held_ledger(req, dir, err) < 0)
+    return NULL;
   *status = 404;
   /* Only root may register a ledger that is not the caller's own. */
   if (gs_ledger_read_copy(dir, req->name, caller == 0 ? (uid_t) -1 : caller, &l, err) < 0)
     return NULL;
   *status = 409;
-  if (!gs_proc_alive(l.owner_pid, l.owner_start_time)) {
+  if (!req->held && !gs_proc_alive(l.owner_pid, l.owner_start_time)) {
     gs_make_error(err, 0, "tenant '%s' has ended", req->name);
     return NULL;
   }
@@ -162,6 +186,8 @@ struct tenant *registry_add(struct registry *r, const struct tenant_request *req
     return NULL;
   }
   limits_fill(&init, t, &l, req->limits_given ? req : NULL, gpu_totals, ngpus);
+  t->held = req->held;
+  init.flags = req->held ? GS_LIMITS_HELD : 0;
   *status = 500;
   if (tenant_write_limits(r, t, &init, err) < 0) {
     tenant_free(t);
@@ -193,6 +219,11 @@ void registry_remove(struct registry *r, struct tenant *t)
     break;
   }
   if (gs_limits_remove(r->state_dir, t->name, &err) < 0) {
+    GS_LOG(GS_LOG_WARN, "tenant '%s': %s", t->name, err->msg);
+    gs_error_release(&err);
+  }
+  /* The daemon made a held tenant's ledger: it goes with the tenant. */
+  if (t->held && gs_ledger_remove(t->ledger_dir, t->name, &err) < 0) {
     GS_LOG(GS_LOG_WARN, "tenant '%s': %s", t->name, err->msg);
     gs_error_release(&err);
   }
@@ -229,9 +260,10 @@ static int adopt_limits_file(struct registry *r, const char *name)
     gs_error_release(&err);
     return 0;
   }
+  bool held = lim->flags & GS_LIMITS_HELD;
   bool live = gs_ledger_read_copy(lim->ledger_dir, name, lim->uid, &l, &err) == 0 &&
     l.created_unix_ns == lim->ledger_created_unix_ns &&
-    gs_proc_alive(lim->owner_pid, lim->owner_start_time);
+    (held || gs_proc_alive(lim->owner_pid, lim->owner_start_time));
   gs_error_release(&err);
   if (!live) {
     gs_limits_close(lim);
@@ -241,6 +273,7 @@ static int adopt_limits_file(struct registry *r, const char *name)
   struct tenant *t = tenant_new(&l, lim->ledger_dir);
   snprintf(t->labels, sizeof(t->labels), "%s", lim->labels);
   t->limits = lim;
+  t->held = held;
   append(r, t);
   GS_LOG(GS_LOG_INFO, "tenant '%s': adopted again with its limits", name);
   return 1;

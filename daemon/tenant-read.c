@@ -32,6 +32,8 @@ int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf)
 
 bool tenant_owner_alive(struct tenant *t)
 {
+  if (t->held)
+    return true; /* only a DELETE ends a held tenant */
   if (t->pidfd < 0) {
     /* Opened first, then checked: if the start time matches now, the pidfd is that process. */
     t->pidfd = pidfd_open(t->owner_pid, 0);

@@ -62,8 +62,15 @@ struct gs_limits {
   _Atomic uint32_t ceiling_compute_ppm;
   _Atomic uint32_t ceiling_policy;   /* enum gs_compute_policy */
   _Atomic uint32_t ceiling_priority; /* enum gs_priority */
-  uint32_t reserved;
+  /* GS_LIMITS_* flags; 0 in files written before there were any (the field was padding). */
+  uint32_t flags;
 };
+
+/* A held tenant (docs/daemon.md#held-tenants): registered by an admin for processes that are not
+ * its registrant's children, such as a Kubernetes pod's, with a ledger the daemon made. No
+ * owner process ends it: it lives until a DELETE, across the registrant's and the daemon's
+ * restarts. */
+#define GS_LIMITS_HELD 1u
 
 /* The limits file's layout, pinned: the daemon writes it and every tenant's interposer maps
  * it, possibly built from another version. A change here forces a bump of GS_LIMITS_VERSION.
@@ -88,6 +95,7 @@ _Static_assert(offsetof(struct gs_limits, ceiling_compute_ppm) == GS_LIMITS_V2_S
                "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, ceiling_policy) == 2508, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, ceiling_priority) == 2512, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, flags) == 2516, "bump GS_LIMITS_VERSION");
 
 /* <dir>/limits/<name>. Returns 0, or -1 with err for a bad name or a path too long. */
 int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err);

@@ -33,6 +33,7 @@ struct tenant_json_reg {
   const char *state_dir; /* where its ledger lives; NULL: null (the daemon's state dir) */
   const char *labels;    /* "k=v" lines; NULL: null (the ledger's labels) */
   int gpu;               /* the GPU the vram limit is for; -1: null (every GPU) */
+  bool held; /* "held": true: the daemon makes the ledger and no owner process ends it */
   struct tenant_json_limits lim;
   /* Set by tenant_json_read_reg: which keys the body had, null or not. */
   bool vram_given;       /* vram_bytes or vram_pct */
