@@ -27,8 +27,9 @@ static int tenants_on(const struct daemon *d, int g)
 
 static json_t *gpu_json(const struct daemon *d, const struct gs_snap_gpu *g)
 {
-  return json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:i, s:f, s:i, s:i, s:i, s:i, s:i}", "index",
-                   g->index, "uuid", g->uuid, "name", g->model, "pci_bus_id", g->pci_bus_id,
+  return json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:f, s:i, s:i, s:i, s:i, s:i}",
+                   "index", g->index, "uuid", g->uuid, "name", g->model, "pci_bus_id",
+                   g->pci_bus_id, "compute_capability", nvml_compute_capability(d->nvml, g->index),
                    "memory_total_bytes", (json_int_t) g->fb_total_bytes, "memory_used_bytes",
                    (json_int_t) g->fb_used_bytes, "utilization_pct", (int) g->util_pct, "power_w",
                    g->power_mw / 1000.0, "temperature_c", (int) g->temp_c, "sm_clock_mhz",

@@ -97,6 +97,8 @@ const char *nvml_driver_version(const struct nvml *n);
 int nvml_sample(struct nvml *n, int index, struct gs_snap_gpu *g, gs_error_t *err);
 /* The number of compute processes on the GPU, or -1 when unknown. */
 int nvml_process_count(struct nvml *n, int index);
+/* GPU index's CUDA compute capability, "9.0"; "" when the driver does not say. Read at open. */
+const char *nvml_compute_capability(const struct nvml *n, int index);
 struct verify_proc;
 /* The GPU's compute processes with their usedGpuMemory into out (room for cap; tenant -1,
  * sm_pct 0). Returns how many, or -1 when NVML cannot say (or there are more than cap). */

@@ -27,6 +27,7 @@ struct nvml {
   nvmlDevice_t dev[GS_LEDGER_MAX_GPUS];
   unsigned long long util_seen[GS_LEDGER_MAX_GPUS]; /* the last process-utilization sample's time */
   struct nvml_extra extra;                          /* events and GPM state (gpu-nvml-fields.c) */
+  char cc[GS_LEDGER_MAX_GPUS][16];                  /* compute capability, "9.0", or "" */
 };
 
 #define NVML_REQUIRED 15
@@ -71,6 +72,7 @@ static const struct sym {
   { offsetof(struct nvml_fns, gpm_free), "nvmlGpmSampleFree" },
   { offsetof(struct nvml_fns, gpm_get), "nvmlGpmSampleGet" },
   { offsetof(struct nvml_fns, gpm_metrics), "nvmlGpmMetricsGet" },
+  { offsetof(struct nvml_fns, cuda_cc), "nvmlDeviceGetCudaComputeCapability" },
 };
 _Static_assert(sizeof(syms) / sizeof(syms[0]) == sizeof(struct nvml_fns) / sizeof(void (*)(void)),
                "one symbol per table entry");
@@ -122,9 +124,13 @@ static int discover(struct nvml *n, gs_error_t *err)
     return nvml_fail(n, r, "nvmlDeviceGetCount", err);
   if (n->count > GS_LEDGER_MAX_GPUS)
     n->count = GS_LEDGER_MAX_GPUS;
-  for (unsigned i = 0; i < n->count; i++)
+  for (unsigned i = 0; i < n->count; i++) {
+    int major = 0, minor = 0;
     if ((r = n->fn.handle(i, &n->dev[i])) != NVML_SUCCESS)
       return nvml_fail(n, r, "nvmlDeviceGetHandleByIndex", err);
+    if (n->fn.cuda_cc && n->fn.cuda_cc(n->dev[i], &major, &minor) == NVML_SUCCESS)
+      snprintf(n->cc[i], sizeof(n->cc[i]), "%d.%d", major, minor);
+  }
   if (n->fn.driver_version(n->driver, sizeof(n->driver)) != NVML_SUCCESS)
     snprintf(n->driver, sizeof(n->driver), "unknown");
   return 0;
@@ -221,6 +227,11 @@ int nvml_sample(struct nvml *n, int index, struct gs_snap_gpu *g, gs_error_t *er
   sample_sensors(n, dev, g);
   nvml_extra_sample(&n->extra, &n->fn, n->dev, n->count, index, g);
   return 0;
+}
+
+const char *nvml_compute_capability(const struct nvml *n, int index)
+{
+  return index >= 0 && (unsigned) index < n->count ? n->cc[index] : "";
 }
 
 int nvml_process_count(struct nvml *n, int index)

@@ -54,6 +54,8 @@ struct nvml_fns {
   nvmlReturn_t (*gpm_free)(nvmlGpmSample_t);
   nvmlReturn_t (*gpm_get)(nvmlDevice_t, nvmlGpmSample_t);
   nvmlReturn_t (*gpm_metrics)(nvmlGpmMetricsGet_t *);
+  /* optional: what a GPU is, read once when the daemon starts */
+  nvmlReturn_t (*cuda_cc)(nvmlDevice_t, int *, int *);
 };
 
 /* The GPM metrics read each interval, in the order of struct gs_snap_gpu's prof_* fields. */

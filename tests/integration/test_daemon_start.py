@@ -36,6 +36,8 @@ def test_on_the_simulated_gpu_it_serves_the_node(shared_root):
         assert [g["name"] for g in gpus["gpus"]] == ["NVIDIA H100 80GB HBM3"] * 2 + ["Tesla T4"]
         assert gpus["gpus"][2]["pci_bus_id"] == "00000000:12:00.0"
         assert gpus["gpus"][0]["uuid"].startswith("GPU-")
+        # What the simulated NVML says of each model (sim/README.md): Hopper 9.0, Turing 7.5.
+        assert [g["compute_capability"] for g in gpus["gpus"]] == ["9.0", "9.0", "7.5"]
         text = urllib.request.urlopen(f"http://127.0.0.1:{d.port}/metrics", timeout=10).read().decode()
         assert "DCGM_FI_DEV_FB_FREE{" in text
         tcp = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{d.port}/health", timeout=10).read())
