@@ -26,6 +26,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/versions.sh"
 
 d="${GS_K8S_CLUSTER:-/tmp/gs-k8s-cluster}"
+gs_build="$(cd "${GS_BUILD:-$here/../../../build}" 2>/dev/null && pwd || echo "${GS_BUILD:-build}")"
+gs_sim="${GS_K8S_SIM:-h100-80gb}"
 node=gpuslice-node
 bridge=gs-cni0
 subnet=10.213.0.0/24
@@ -370,6 +372,50 @@ start_kubelet() {
 	wait_for kube-controller-manager 60 kc get serviceaccount default -n default
 }
 
+# gpuslice on the node: its daemon on the simulated GPU (GS_K8S_SIM, one H100 by default)
+# and the agent, gpuslice-k8s, whose DRA driver publishes the GPU and prepares the claims.
+# Where NVIDIA's container toolkit would mount the driver into a pod, the agent's --cdi-mount
+# and --cdi-env put the simulated driver and its shared state there, at the host's paths.
+build_agent() {
+	(cd "$here/../agent" && CGO_ENABLED=0 GOTOOLCHAIN=local go build -mod=readonly -trimpath \
+		-o "$d/gpuslice/gpuslice-k8s" ./cmd/gpuslice-k8s) >"$d/logs/build-agent.log" 2>&1 ||
+		die "gpuslice-k8s failed to build; its log:" "$d/logs/build-agent.log"
+}
+
+start_gpuslice() {
+	local g=$d/gpuslice port
+	[ -x "$gs_build/bin/gpuslice" ] && [ -f "$gs_build/lib/libgpuslice.so" ] ||
+		die "no gpuslice build in $gs_build (set GS_BUILD to a cmake build dir)"
+	mkdir -p "$g/state" "$g/sim" "$g/k8s"
+	port=$(free_port)
+	echo "$port" >"$g/metrics-port"
+	start gpuslice-daemon env GPUSLICE_SIM="$gs_sim" GPUSIM_STATE_DIR="$g/sim" \
+		LD_LIBRARY_PATH="$gs_build/lib/sim" GPUSLICE_STATE_DIR="$g/state" \
+		GPUSLICE_SOCKET="$g/state/gpuslice.sock" GPUSLICE_LEDGER_DB="$g/ledger.db" \
+		GPUSLICE_METRICS_LISTEN="127.0.0.1:$port" GPUSLICE_INTERVAL=1 \
+		"$gs_build/bin/gpuslice" daemon --foreground
+	wait_for gpuslice-daemon 30 test -S "$g/state/gpuslice.sock"
+	build_agent
+	start_agent
+	kc apply -f "$here/../deploy/deviceclass.yaml" >/dev/null || die "the DeviceClass was refused"
+}
+
+start_agent() {
+	local g=$d/gpuslice
+	start gpuslice-k8s "$g/gpuslice-k8s" --kubeconfig "$d/kubeconfig/admin" --node-name "$node" \
+		--daemon-socket "$g/state/gpuslice.sock" --state-root "$g/k8s" --cdi-dir "$d/cdi" \
+		--preload "$gs_build/lib/libgpuslice.so" \
+		--kubelet-plugins-dir "$d/kubelet/root/plugins" \
+		--kubelet-registry-dir "$d/kubelet/root/plugins_registry" \
+		--pod-labels "${GS_K8S_POD_LABELS:-app}" \
+		--cdi-env "GPUSLICE_SIM=$gs_sim" --cdi-env "GPUSIM_STATE_DIR=$g/sim" \
+		--cdi-env "LD_LIBRARY_PATH=$gs_build/lib/sim" \
+		--cdi-mount "$gs_build:$gs_build:ro" --cdi-mount "$g/sim:$g/sim"
+	wait_for gpuslice-k8s 60 slice_published
+}
+
+slice_published() { [ -n "$(kc get resourceslices -o name)" ]; }
+
 node_ready() {
 	[ "$(kc get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
@@ -416,6 +462,8 @@ up() {
 	say "containerd ready, images imported at +$((SECONDS - t0))s"
 	start_kubelet
 	say "node $node Ready at +$((SECONDS - t0))s (kubelet on $node_ip)"
+	start_gpuslice
+	say "gpuslice daemon and agent running, ResourceSlice published at +$((SECONDS - t0))s"
 	echo "export KUBECONFIG=$d/kubeconfig/admin PATH=$bin:\$PATH"
 }
 
@@ -543,6 +591,8 @@ down() {
 	bin=$(cat "$d/bin" 2>/dev/null || true)
 	local n
 	stop_pods
+	stop gpuslice-k8s
+	stop gpuslice-daemon
 	stop containerd
 	kill_leftovers
 	# The control plane in reverse order of its start: the apiserver before its etcd.
@@ -591,6 +641,13 @@ POD
 
 case "${1:-}" in
 up) up ;;
+# restart-agent: kill -9 the agent and start it again (the agent-restart test).
+restart-agent)
+	bin=$(cat "$d/bin")
+	read -r p _ <"$d/pids/gpuslice-k8s"
+	kill -9 "$p"
+	start_agent
+	;;
 down) down ;;
 smoke) smoke ;;
 *)
