@@ -48,6 +48,7 @@ type Tenant struct {
 	ClaimUID   string
 	Name       string // the daemon's tenant name
 	ClaimDir   string // host: the claim's state dir, holding tenants/<Name>
+	BoardsDir  string // host: the node's compute boards (gpus/<uuid>), shared by every claim
 	LimitsFile string // host: <daemon state dir>/limits/<Name>
 	Preload    string // host: libgpuslice.so
 	Env        []string
@@ -82,6 +83,9 @@ func Spec(t *Tenant) *specs.Spec {
 	}, t.Env...)
 	mounts := []*specs.Mount{
 		bind(Mount{Host: t.ClaimDir, Container: TenantDir}),
+		// The tenants of a GPU take turns on its compute board, in <state dir>/gpus: one for
+		// the node, not one per claim (docs/compute-shares.md).
+		bind(Mount{Host: t.BoardsDir, Container: TenantDir + "/gpus"}),
 		bind(Mount{Host: t.LimitsFile, Container: DaemonDir + "/limits/" + t.Name, ReadOnly: true}),
 		bind(Mount{Host: t.Preload, Container: PreloadPath, ReadOnly: true}),
 	}

@@ -12,7 +12,7 @@ import (
 
 func TestWriteAndRemove(t *testing.T) {
 	dir := t.TempDir()
-	tn := &Tenant{ClaimUID: "u-1", Name: "k8s.ns.c", ClaimDir: "/var/lib/gpuslice-k8s/claims/u-1",
+	tn := &Tenant{ClaimUID: "u-1", Name: "k8s.ns.c", ClaimDir: "/var/lib/gpuslice-k8s/claims/u-1", BoardsDir: "/var/lib/gpuslice-k8s/gpus",
 		LimitsFile: "/run/gpuslice/limits/k8s.ns.c", Preload: "/opt/gs/libgpuslice.so",
 		Env: []string{"GPUSLICE_SIM=h100-80gb"}, Mounts: []Mount{{Host: "/opt/gs/sim", Container: "/opt/sim", ReadOnly: true}}}
 	if err := Write(dir, tn); err != nil {
@@ -44,6 +44,9 @@ func TestWriteAndRemove(t *testing.T) {
 	}
 	if m := mounts[TenantDir]; m == nil || m.HostPath != tn.ClaimDir || slices.Contains(m.Options, "ro") {
 		t.Errorf("ledger dir mount %+v", m)
+	}
+	if m := mounts[TenantDir+"/gpus"]; m == nil || m.HostPath != tn.BoardsDir {
+		t.Errorf("compute boards mount %+v", m)
 	}
 	if m := mounts["/opt/sim"]; m == nil || !slices.Contains(m.Options, "ro") {
 		t.Errorf("extra mount %+v", m)

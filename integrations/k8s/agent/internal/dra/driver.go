@@ -65,6 +65,8 @@ func Resources(node string, gpus []daemon.GPU) resourceslice.DriverResources {
 	}}
 }
 
+func (d *Driver) boardsDir() string { return filepath.Join(d.opt.StateRoot, "gpus") }
+
 func (d *Driver) claimDir(uid types.UID) string {
 	return filepath.Join(d.opt.StateRoot, "claims", string(uid))
 }
@@ -105,8 +107,10 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 // register does the node's part of a claim, all or nothing: the record first (so that an
 // unprepare after a crash finds what to undo), then the tenant, then the CDI spec.
 func (d *Driver) register(ctx context.Context, claim *resourceapi.ResourceClaim, s *Share, name, dir string, labels map[string]string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("claim %s/%s: %w", claim.Namespace, claim.Name, err)
+	for _, p := range []string{dir, filepath.Join(dir, "gpus"), d.boardsDir()} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("claim %s/%s: %w", claim.Namespace, claim.Name, err)
+		}
 	}
 	if err := writeRecord(dir, &record{Tenant: name, Namespace: claim.Namespace, Claim: claim.Name}); err != nil {
 		return err
@@ -123,7 +127,7 @@ func (d *Driver) register(ctx context.Context, claim *resourceapi.ResourceClaim,
 		d.undo(ctx, claim.UID, "")
 		return fmt.Errorf("claim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
-	t := &cdi.Tenant{ClaimUID: string(claim.UID), Name: name, ClaimDir: dir,
+	t := &cdi.Tenant{ClaimUID: string(claim.UID), Name: name, ClaimDir: dir, BoardsDir: d.boardsDir(),
 		LimitsFile: filepath.Join(d.opt.DaemonStateDir, "limits", name), Preload: d.opt.Preload,
 		Env: d.opt.CDIEnv, Mounts: d.opt.CDIMounts}
 	if err := cdi.Write(d.opt.CDIDir, t); err != nil {
