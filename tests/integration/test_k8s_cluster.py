@@ -306,3 +306,27 @@ def test_bad_claims_get_a_one_line_reason_and_leave_the_others_alone(k8s):
         assert after == before, "the node's other tenants are untouched; nothing of the bad claims is registered"
     finally:
         k8s.delete("too-big", "bad-param", "negative", "bystander")
+
+
+def test_two_busy_pods_at_70_and_30_get_their_shares_of_the_gpu(k8s):
+    """Both pods' kernels run in one 10 s window that starts at one CLOCK_MONOTONIC instant (the
+    node's clock, the same in every container), as in test_compute_share.py; each pod's device
+    time inside the window is its share, to within 3 points."""
+    k8s.apply(claim_template("tc70", "8Gi", "70") + "---\n" + claim_template("tc30", "8Gi", "30"))
+    start = time.monotonic_ns() + 20 * 10**9  # room for both pods to start
+    win = (start + 10**9, start + 11 * 10**9)
+    busy = (f"exec {WORKLOAD} busy --kernel-us 1000 --seconds 11 --start-at-ns {start} "
+            f"--window-start-ns {win[0]} --window-end-ns {win[1]}")
+    k8s.apply(pod("busy-70", "tc70", busy) + "---\n" + pod("busy-30", "tc30", busy))
+    try:
+        for p in ("busy-70", "busy-30"):
+            assert k8s.wait_phase(p, ["Succeeded", "Failed"], 120) == "Succeeded", k8s.describe(p)
+        shares = []
+        for p in ("busy-70", "busy-30"):
+            [line] = [x for x in k8s.logs(p) if x.get("mode") == "busy"]
+            assert line["start_ns"] <= win[0], f"{p} started late"
+            shares.append(100.0 * line["window_kernel_seconds"] / 10.0)
+        print(f"\n[k8s compute] 70->{shares[0]:.2f} 30->{shares[1]:.2f}")
+        assert abs(shares[0] - 70) <= 3 and abs(shares[1] - 30) <= 3, shares
+    finally:
+        k8s.delete("busy-70", "busy-30")
