@@ -330,3 +330,72 @@ def test_two_busy_pods_at_70_and_30_get_their_shares_of_the_gpu(k8s):
         assert abs(shares[0] - 70) <= 3 and abs(shares[1] - 30) <= 3, shares
     finally:
         k8s.delete("busy-70", "busy-30")
+
+
+def vram_pod(name, gib, command, env=None):
+    envs = "".join(f"\n    - name: {k}\n      value: \"{v}\"" for k, v in (env or {}).items())
+    return f"""apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: work
+    image: gpuslice/workload:test
+    imagePullPolicy: Never
+    command: {json.dumps(["sh", "-c", command])}
+    env:{envs or " []"}
+    resources:
+      limits:
+        gpuslice.io/vram: {gib}
+"""
+
+
+@pytest.fixture
+def device_plugin(k8s):
+    """The agent with the device plugin only (--dra=false), as on a cluster before DRA; the DRA
+    driver again afterwards. Tests using it come last in the module."""
+    def restart(mode):
+        p = subprocess.run(["bash", str(CLUSTER), "restart-agent"], env=dict(k8s.env, GS_K8S_AGENT_MODE=mode),
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+    restart("device-plugin")
+    yield k8s
+    restart("dra")
+
+
+def test_device_plugin_holds_a_pod_to_its_vram_and_ends_its_tenant_with_it(device_plugin):
+    k8s = device_plugin
+    alloc = k8s.get("node", "gpuslice-node")["status"]["allocatable"]
+    assert alloc["gpuslice.io/vram"] == "79", alloc  # whole GiB of the 81559 MiB
+    cmd = "; ".join([f"{WORKLOAD} alloc-until-oom --chunk 64Mi --alloc {a}" for a in ("plain", "managed", "vmm")] +
+                    [f"{WORKLOAD} info"])
+    k8s.apply(vram_pod("dp-20", 20, cmd))
+    try:
+        assert k8s.wait_phase("dp-20", ["Succeeded", "Failed"], 120) == "Succeeded", k8s.describe("dp-20")
+        lines = k8s.logs("dp-20")
+        for x in (x for x in lines if x.get("mode") == "alloc-until-oom"):
+            assert x["allocated_bytes"] == 20 * GIB, x
+        [info] = [x for x in lines if x.get("mode") == "info"]
+        assert info["devices"][0]["ctx_total_bytes"] == 20 * GIB, info
+        [name] = [n for n, t in k8s.ps().items() if t["labels"].get("resource") == "gpuslice.io/vram"]
+    finally:
+        k8s.delete("dp-20")
+    wait_until(lambda: name not in k8s.ps(), 90, "the device plugin to end the tenant of the ended pod")
+
+
+def test_device_plugin_pod_with_hamis_variable_is_held_to_it(device_plugin):
+    k8s = device_plugin
+    k8s.apply(vram_pod("dp-hami", 20, f"{WORKLOAD} alloc-until-oom --chunk 64Mi; {WORKLOAD} info",
+                       env={"CUDA_DEVICE_MEMORY_LIMIT": "4g"}))
+    try:
+        assert k8s.wait_phase("dp-hami", ["Succeeded", "Failed"], 120) == "Succeeded", k8s.describe("dp-hami")
+        lines = k8s.logs("dp-hami")
+        [oom] = [x for x in lines if x.get("mode") == "alloc-until-oom"]
+        assert oom["allocated_bytes"] == 4 * GIB, oom
+        [info] = [x for x in lines if x.get("mode") == "info"]
+        assert info["devices"][0]["ctx_total_bytes"] == 4 * GIB, info
+    finally:
+        k8s.delete("dp-hami")

@@ -400,21 +400,35 @@ start_gpuslice() {
 	kc apply -f "$here/../deploy/deviceclass.yaml" >/dev/null || die "the DeviceClass was refused"
 }
 
+# kubelet's device manager listens at /var/lib/kubelet/device-plugins/kubelet.sock whatever
+# its --root-dir (one of the fixed paths `down` removes when `up` did not find it).
+# GS_K8S_AGENT_MODE: dra (the default: the DRA driver only) or device-plugin (the device
+# plugin only, as on a cluster before DRA).
 start_agent() {
-	local g=$d/gpuslice
-	start gpuslice-k8s "$g/gpuslice-k8s" --kubeconfig "$d/kubeconfig/admin" --node-name "$node" \
+	local g=$d/gpuslice mode=${GS_K8S_AGENT_MODE:-dra} flags ready
+	case $mode in
+	dra) flags=(--dra) ready=slice_published ;;
+	device-plugin) flags=(--dra=false --device-plugin) ready=vram_allocatable ;;
+	*) die "GS_K8S_AGENT_MODE '$mode': want dra or device-plugin" ;;
+	esac
+	start gpuslice-k8s "$g/gpuslice-k8s" "${flags[@]}" --kubeconfig "$d/kubeconfig/admin" --node-name "$node" \
 		--daemon-socket "$g/state/gpuslice.sock" --state-root "$g/k8s" --cdi-dir "$d/cdi" \
 		--preload "$gs_build/lib/libgpuslice.so" \
 		--kubelet-plugins-dir "$d/kubelet/root/plugins" \
 		--kubelet-registry-dir "$d/kubelet/root/plugins_registry" \
+		--kubelet-device-plugins-dir /var/lib/kubelet/device-plugins \
+		--kubelet-pod-resources-socket "$d/kubelet/root/pod-resources/kubelet.sock" \
 		--pod-labels "${GS_K8S_POD_LABELS:-app}" \
 		--cdi-env "GPUSLICE_SIM=$gs_sim" --cdi-env "GPUSIM_STATE_DIR=$g/sim" \
 		--cdi-env "LD_LIBRARY_PATH=$gs_build/lib/sim" \
 		--cdi-mount "$gs_build:$gs_build:ro" --cdi-mount "$g/sim:$g/sim"
-	wait_for gpuslice-k8s 60 slice_published
+	wait_for gpuslice-k8s 60 "$ready"
 }
 
 slice_published() { [ -n "$(kc get resourceslices -o name)" ]; }
+vram_allocatable() {
+	[ -n "$(kc get node "$node" -o jsonpath='{.status.allocatable.gpuslice\.io/vram}' | grep -v '^0$')" ]
+}
 
 node_ready() {
 	[ "$(kc get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]

@@ -26,7 +26,9 @@ import (
 
 	"gpuslice.io/k8s/agent/internal/cdi"
 	"gpuslice.io/k8s/agent/internal/daemon"
+	"gpuslice.io/k8s/agent/internal/deviceplugin"
 	"gpuslice.io/k8s/agent/internal/dra"
+	"gpuslice.io/k8s/agent/internal/node"
 )
 
 // DriverName is the DRA driver's name, the DeviceClass's selector and the CDI vendor's domain.
@@ -43,6 +45,9 @@ type config struct {
 	stateRoot, cdiDir, preload string
 	pluginsDir, registryDir    string
 	podLabels                  string
+	dra, devicePlugin          bool
+	devicePluginsDir           string
+	podResources               string
 	cdiEnv, cdiMounts          listFlag
 	daemonWait                 time.Duration
 }
@@ -59,6 +64,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.preload, "preload", "/usr/lib/gpuslice/libgpuslice.so", "libgpuslice.so on the host")
 	fs.StringVar(&c.pluginsDir, "kubelet-plugins-dir", "/var/lib/kubelet/plugins", "kubelet's plugins directory")
 	fs.StringVar(&c.registryDir, "kubelet-registry-dir", "/var/lib/kubelet/plugins_registry", "kubelet's plugin registration directory")
+	fs.BoolVar(&c.dra, "dra", true, "serve the DRA kubelet plugin "+DriverName+" (Kubernetes 1.34 and later)")
+	fs.BoolVar(&c.devicePlugin, "device-plugin", false, "serve the device plugin for "+deviceplugin.ResourceName+" (GiB of GPU memory; clusters without DRA)")
+	fs.StringVar(&c.devicePluginsDir, "kubelet-device-plugins-dir", "/var/lib/kubelet/device-plugins", "kubelet's device plugins directory")
+	fs.StringVar(&c.podResources, "kubelet-pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's pod-resources socket")
 	fs.StringVar(&c.podLabels, "pod-labels", "", "comma-separated pod label keys copied onto each tenant")
 	fs.Var(&c.cdiEnv, "cdi-env", "KEY=VALUE added to every claim's containers (repeatable)")
 	fs.Var(&c.cdiMounts, "cdi-mount", "/host:/container[:ro] bind-mounted into every claim's containers (repeatable), e.g. the driver's libraries where no container toolkit mounts them")
@@ -81,6 +90,9 @@ func parseFlags(args []string) (*config, error) {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 			return nil, fmt.Errorf("--cdi-env %q: want KEY=VALUE", e)
 		}
+	}
+	if !c.dra && !c.devicePlugin {
+		return nil, errors.New("nothing to serve: --dra=false and no --device-plugin")
 	}
 	if c.daemonStateDir == "" {
 		c.daemonStateDir = filepath.Dir(c.socket)
@@ -150,12 +162,30 @@ func run(ctx context.Context, c *config) error {
 		}
 		mounts = append(mounts, m)
 	}
-	opt := dra.Options{DriverName: DriverName, NodeName: c.nodeName, StateRoot: c.stateRoot, CDIDir: c.cdiDir,
-		DaemonStateDir: c.daemonStateDir, Preload: c.preload, CDIEnv: c.cdiEnv, CDIMounts: mounts}
+	n := &node.Node{Daemon: dc, StateRoot: c.stateRoot, DaemonStateDir: c.daemonStateDir,
+		Preload: c.preload, Env: c.cdiEnv, Mounts: mounts}
+	errc := make(chan error, 2)
+	if c.devicePlugin {
+		dp := deviceplugin.New(deviceplugin.Options{PluginDir: c.devicePluginsDir, PodResourcesSocket: c.podResources}, n, gpus)
+		go func() { errc <- dp.Run(ctx) }()
+	}
+	if c.dra {
+		go func() { errc <- runDRA(ctx, c, n, kube, gpus) }()
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+func runDRA(ctx context.Context, c *config, n *node.Node, kube kubernetes.Interface, gpus []daemon.GPU) error {
+	opt := dra.Options{DriverName: DriverName, NodeName: c.nodeName, CDIDir: c.cdiDir}
 	if c.podLabels != "" {
 		opt.PodLabelKeys = strings.Split(c.podLabels, ",")
 	}
-	drv := dra.New(opt, dc, kube, gpus)
+	drv := dra.New(opt, n, kube, gpus)
 	pluginDir := filepath.Join(c.pluginsDir, DriverName)
 	if err := os.MkdirAll(pluginDir, 0o750); err != nil {
 		return fmt.Errorf("plugin dir: %w", err)
@@ -175,7 +205,7 @@ func run(ctx context.Context, c *config) error {
 	if err := helper.PublishResources(ctx, dra.Resources(c.nodeName, gpus)); err != nil {
 		return fmt.Errorf("publishing the node's GPUs: %w", err)
 	}
-	logger.Info("serving", "driver", DriverName, "node", c.nodeName, "gpus", len(gpus))
+	klog.FromContext(ctx).Info("serving", "driver", DriverName, "node", c.nodeName, "gpus", len(gpus))
 	<-ctx.Done()
 	return nil
 }

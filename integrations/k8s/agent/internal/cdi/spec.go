@@ -71,8 +71,9 @@ func bind(m Mount) *specs.Mount {
 	return &specs.Mount{HostPath: m.Host, ContainerPath: m.Container, Type: "bind", Options: opts}
 }
 
-// Spec is the CDI spec of t.
-func Spec(t *Tenant) *specs.Spec {
+// Edits are what t's containers get: the environment and the bind mounts. The CDI spec holds
+// them for a DRA claim; the device plugin returns them from Allocate.
+func Edits(t *Tenant) ([]string, []Mount) {
 	env := append([]string{
 		"LD_PRELOAD=" + PreloadPath,
 		"GPUSLICE_TENANT=" + t.Name,
@@ -81,23 +82,30 @@ func Spec(t *Tenant) *specs.Spec {
 		// The socket itself is not mounted; a pod does not talk to the daemon.
 		"GPUSLICE_SOCKET=" + DaemonDir + "/gpuslice.sock",
 	}, t.Env...)
-	mounts := []*specs.Mount{
-		bind(Mount{Host: t.ClaimDir, Container: TenantDir}),
+	mounts := append([]Mount{
+		{Host: t.ClaimDir, Container: TenantDir},
 		// The tenants of a GPU take turns on its compute board, in <state dir>/gpus: one for
 		// the node, not one per claim (docs/compute-shares.md).
-		bind(Mount{Host: t.BoardsDir, Container: TenantDir + "/gpus"}),
-		bind(Mount{Host: t.LimitsFile, Container: DaemonDir + "/limits/" + t.Name, ReadOnly: true}),
-		bind(Mount{Host: t.Preload, Container: PreloadPath, ReadOnly: true}),
-	}
-	for _, m := range t.Mounts {
-		mounts = append(mounts, bind(m))
+		{Host: t.BoardsDir, Container: TenantDir + "/gpus"},
+		{Host: t.LimitsFile, Container: DaemonDir + "/limits/" + t.Name, ReadOnly: true},
+		{Host: t.Preload, Container: PreloadPath, ReadOnly: true},
+	}, t.Mounts...)
+	return env, mounts
+}
+
+// Spec is the CDI spec of t.
+func Spec(t *Tenant) *specs.Spec {
+	env, mounts := Edits(t)
+	sm := make([]*specs.Mount, 0, len(mounts))
+	for _, m := range mounts {
+		sm = append(sm, bind(m))
 	}
 	return &specs.Spec{
 		Version: Version,
 		Kind:    Vendor + "/" + Class,
 		Devices: []specs.Device{{
 			Name:           t.ClaimUID,
-			ContainerEdits: specs.ContainerEdits{Env: env, Mounts: mounts},
+			ContainerEdits: specs.ContainerEdits{Env: env, Mounts: sm},
 		}},
 	}
 }

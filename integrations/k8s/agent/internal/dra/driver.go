@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,38 +22,35 @@ import (
 
 	"gpuslice.io/k8s/agent/internal/cdi"
 	"gpuslice.io/k8s/agent/internal/daemon"
+	"gpuslice.io/k8s/agent/internal/node"
 )
 
-// Options say where things are on the node; cmd/gpuslice-k8s fills them from its flags.
+// Options say what the driver is called and where its CDI specs go; cmd/gpuslice-k8s fills
+// them from its flags.
 type Options struct {
-	DriverName     string
-	NodeName       string
-	StateRoot      string // claims/<uid>/ under it: each claim's ledger dir and record
-	CDIDir         string
-	DaemonStateDir string // the daemon's state dir: limits/<tenant> is there
-	Preload        string // libgpuslice.so on the host
-	CDIEnv         []string
-	CDIMounts      []cdi.Mount
-	PodLabelKeys   []string // the pod labels copied onto its tenant
+	DriverName   string
+	NodeName     string
+	CDIDir       string
+	PodLabelKeys []string // the pod labels copied onto its tenant
 }
 
 // Driver implements kubeletplugin.DRAPlugin.
 type Driver struct {
-	opt    Options
-	daemon *daemon.Client
-	kube   kubernetes.Interface
-	mem    map[int]int64
+	opt  Options
+	node *node.Node
+	kube kubernetes.Interface
+	mem  map[int]int64
 }
 
 var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 
 // New makes the driver for the daemon's GPUs.
-func New(opt Options, d *daemon.Client, kube kubernetes.Interface, gpus []daemon.GPU) *Driver {
+func New(opt Options, n *node.Node, kube kubernetes.Interface, gpus []daemon.GPU) *Driver {
 	mem := map[int]int64{}
 	for _, g := range gpus {
 		mem[g.Index] = g.MemoryTotalBytes
 	}
-	return &Driver{opt: opt, daemon: d, kube: kube, mem: mem}
+	return &Driver{opt: opt, node: n, kube: kube, mem: mem}
 }
 
 // Resources is what the driver publishes: one pool, named after the node, of one slice.
@@ -65,11 +60,7 @@ func Resources(node string, gpus []daemon.GPU) resourceslice.DriverResources {
 	}}
 }
 
-func (d *Driver) boardsDir() string { return filepath.Join(d.opt.StateRoot, "gpus") }
-
-func (d *Driver) claimDir(uid types.UID) string {
-	return filepath.Join(d.opt.StateRoot, "claims", string(uid))
-}
+func (d *Driver) claimDir(uid types.UID) string { return d.node.Dir("claims", string(uid)) }
 
 // PrepareResourceClaims registers each claim's tenant and writes its CDI spec.
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
@@ -107,29 +98,26 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 // register does the node's part of a claim, all or nothing: the record first (so that an
 // unprepare after a crash finds what to undo), then the tenant, then the CDI spec.
 func (d *Driver) register(ctx context.Context, claim *resourceapi.ResourceClaim, s *Share, name, dir string, labels map[string]string) error {
-	for _, p := range []string{dir, filepath.Join(dir, "gpus"), d.boardsDir()} {
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			return fmt.Errorf("claim %s/%s: %w", claim.Namespace, claim.Name, err)
-		}
+	if err := d.node.MakeDir(dir); err != nil {
+		return fmt.Errorf("claim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
 	if err := writeRecord(dir, &record{Tenant: name, Namespace: claim.Namespace, Claim: claim.Name}); err != nil {
 		return err
 	}
-	reg := &daemon.Registration{Name: name, StateDir: dir, Held: true, Labels: labels, GPU: s.GPU}
+	reg := &daemon.Registration{Name: name, Labels: labels, GPU: s.GPU,
+		ComputePolicy: s.Config.ComputePolicy, Priority: s.Config.Priority}
 	if !s.Whole {
 		reg.VRAMBytes = ptr(s.VRAMBytes)
 	}
 	if s.ComputePct > 0 {
 		reg.ComputePct = ptr(float64(s.ComputePct))
 	}
-	reg.ComputePolicy, reg.Priority = s.Config.ComputePolicy, s.Config.Priority
-	if _, err := d.daemon.Register(ctx, reg); err != nil {
+	t, err := d.node.Register(ctx, dir, reg)
+	if err != nil {
 		d.undo(ctx, claim.UID, "")
 		return fmt.Errorf("claim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
-	t := &cdi.Tenant{ClaimUID: string(claim.UID), Name: name, ClaimDir: dir, BoardsDir: d.boardsDir(),
-		LimitsFile: filepath.Join(d.opt.DaemonStateDir, "limits", name), Preload: d.opt.Preload,
-		Env: d.opt.CDIEnv, Mounts: d.opt.CDIMounts}
+	t.ClaimUID = string(claim.UID)
 	if err := cdi.Write(d.opt.CDIDir, t); err != nil {
 		d.undo(ctx, claim.UID, name)
 		return err
@@ -139,13 +127,7 @@ func (d *Driver) register(ctx context.Context, claim *resourceapi.ResourceClaim,
 
 // undo removes what register made; errors are logged, the first one returned.
 func (d *Driver) undo(ctx context.Context, uid types.UID, tenant string) error {
-	var errs []error
-	if tenant != "" {
-		errs = append(errs, d.daemon.End(ctx, tenant))
-	}
-	errs = append(errs, cdi.Remove(d.opt.CDIDir, string(uid)))
-	errs = append(errs, os.RemoveAll(d.claimDir(uid)))
-	err := errors.Join(errs...)
+	err := errors.Join(d.node.Remove(ctx, d.claimDir(uid), tenant), cdi.Remove(d.opt.CDIDir, string(uid)))
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "undoing a claim", "uid", uid)
 	}
@@ -224,14 +206,14 @@ func (d *Driver) unprepare(ctx context.Context, c kubeletplugin.NamespacedObject
 	if rec == nil {
 		return cdi.Remove(d.opt.CDIDir, string(c.UID))
 	}
-	if err := d.daemon.End(ctx, rec.Tenant); err != nil {
+	if err := d.undo(ctx, c.UID, rec.Tenant); err != nil {
 		if daemon.IsStatus(err, http.StatusConflict) {
 			return fmt.Errorf("claim %s/%s: %w; kubelet retries", c.Namespace, c.Name, err)
 		}
 		return fmt.Errorf("claim %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	klog.FromContext(ctx).Info("unprepared", "claim", c.String(), "tenant", rec.Tenant)
-	return d.undo(ctx, c.UID, "")
+	return nil
 }
 
 // HandleError logs background errors (publishing ResourceSlices); the helper retries them.
