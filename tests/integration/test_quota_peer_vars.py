@@ -9,8 +9,10 @@ import sys
 
 import pytest
 
+from conftest import run
 from compute_util import Tenant, pct_args, report, run_group
-from quota_env import H100_TOTAL, NVML_PROBE, driver, for_python, gpuslice_run, json_lines, quota_env, \
+from daemon_env import Tenant as DaemonTenant, alloc_until_oom, daemon, shared_root, tenant_env  # noqa: F401
+from quota_env import GPUSLICE, H100_TOTAL, NVML_PROBE, driver, for_python, gpuslice_run, json_lines, quota_env, \
     refusal_lines
 from wl_run import GIB, MIB, WORKLOAD
 
@@ -157,6 +159,28 @@ def test_the_lowered_limit_counts_what_the_tenants_other_processes_hold(env):
     assert (seen["devices"][0]["ctx_total_bytes"], seen["devices"][0]["free_bytes"]) == (4 * GIB, 3 * GIB)
     assert without["rounds"] == [7 * GIB]
     assert lines[-1]["released"] == 0, lines[-1]
+
+
+def gs_set(daemon, *args):
+    r = run([GPUSLICE, "set"] + [str(a) for a in args], env=daemon.env)
+    assert r.returncode == 0, r.stderr
+
+
+def test_under_the_daemon_the_variable_lowers_within_the_limit_it_sets_live(daemon):
+    """The daemon's limits file is the authority: the variable lowers the tenant below it, a
+    live `gpuslice set` below the variable wins, and one above it does not lift the variable."""
+    t = DaemonTenant(daemon, "peer", ["--vram", "8Gi"], 512 * MIB)
+    try:
+        env = tenant_env(daemon, "peer", CUDA_DEVICE_MEMORY_LIMIT="4g")
+        assert alloc_until_oom(env)["allocated_bytes"] == 4 * GIB - 512 * MIB
+        assert alloc_until_oom(tenant_env(daemon, "peer"))["allocated_bytes"] == 8 * GIB - 512 * MIB
+        gs_set(daemon, "peer", "--vram", "2Gi")
+        assert alloc_until_oom(env)["allocated_bytes"] == 2 * GIB - 512 * MIB
+        gs_set(daemon, "peer", "--vram", "16Gi")
+        assert alloc_until_oom(env)["allocated_bytes"] == 4 * GIB - 512 * MIB
+        assert daemon.tenants()["peer"]["limits"]["vram_bytes"] == 16 * GIB
+    finally:
+        t.end()
 
 
 # ---- CUDA_DEVICE_SM_LIMIT: a cap on the GPU's time (compute_util.py measures it) ----
