@@ -194,3 +194,11 @@ def test_hami_sm_limit_caps_a_tenant_alone_at_the_lower_share(env, options, sm, 
     _, [got] = run_group(dict(env, CUDA_DEVICE_SM_LIMIT=sm), [Tenant(options)])
     report(f"{' '.join(options) or 'no --compute'}, CUDA_DEVICE_SM_LIMIT={sm}", [expected], [got])
     assert got == pytest.approx(expected, abs=TOLERANCE)
+
+
+def test_hami_per_device_sm_limit_caps_only_its_gpu(two_gpus):
+    tenants = [Tenant(busy=["--device", 0]), Tenant(busy=["--device", 1])]
+    _, shares = run_group(dict(two_gpus, CUDA_DEVICE_SM_LIMIT_1="30"), tenants)
+    report("CUDA_DEVICE_SM_LIMIT_1=30, GPU 0 and GPU 1", [100, 30], shares)
+    assert shares[0] > 100 - TOLERANCE, shares
+    assert shares[1] == pytest.approx(30, abs=TOLERANCE), shares
