@@ -315,10 +315,18 @@ uint64_t gs_ledger_limit(struct gs_ledger *l, int gpu, uint64_t device_total)
 
 int gs_ledger_reserve(struct gs_ledger *l, struct gs_ledger_proc *p, int gpu, uint64_t bytes)
 {
+  return gs_ledger_reserve_within(l, p, gpu, bytes, GS_LIMIT_NONE);
+}
+
+int gs_ledger_reserve_within(struct gs_ledger *l, struct gs_ledger_proc *p, int gpu, uint64_t bytes,
+                             uint64_t cap)
+{
   struct gs_ledger_gpu *g = &l->gpu[gpu];
   const struct gs_limits *a = authority_for(l);
   uint64_t limit =
     atomic_load_explicit(a ? &a->limit_bytes[gpu] : &g->limit_bytes, memory_order_relaxed);
+  if (cap < limit)
+    limit = cap;
   uint64_t cur = atomic_load_explicit(&g->used_bytes, memory_order_relaxed);
   do {
     if (bytes > limit || cur > limit - bytes)

@@ -10,6 +10,7 @@
 
 #include "compute-gate.h"
 #include <gpuslice/log.h>
+#include "quota.h"
 #include "real.h"
 
 /* A pause between launches after which the stream may have gone idle. */
@@ -73,8 +74,8 @@ static void refresh(struct gs_gate *g, uint64_t now)
   if (now < g->refreshed_ns + REFRESH_NS)
     return;
   g->refreshed_ns = now;
-  atomic_store(&r->weight_ppm, gs_ledger_compute_limit_ppm(g->ledger));
-  atomic_store(&r->policy, gs_ledger_compute_policy(g->ledger));
+  atomic_store(&r->weight_ppm, gs__compute_limit_ppm(g->gpu));
+  atomic_store(&r->policy, gs__compute_policy(g->gpu));
   atomic_store(&r->priority, gs_ledger_priority(g->ledger));
   int others = gs_board_contenders(g->b, g->row, now, &higher);
   bool capped = gs_board_cap_budget(g->b, g->row, now) != UINT64_MAX;

@@ -111,8 +111,8 @@ static struct gs_gate *gate_new(struct gs_ledger *l, int gpu)
 static int row_claim(struct gs_gate *g, uint64_t now)
 {
   struct gs_ledger *l = g->ledger;
-  return gs_board_row_claim(g->b, l->name, gs_ledger_compute_limit_ppm(l),
-                            gs_ledger_compute_policy(l), gs_ledger_priority(l), now);
+  return gs_board_row_claim(g->b, l->name, gs__compute_limit_ppm(g->gpu),
+                            gs__compute_policy(g->gpu), gs_ledger_priority(l), now);
 }
 
 static void row_full_log(struct gs_gate *g)

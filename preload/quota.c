@@ -14,6 +14,7 @@
 #include <gpuslice.h>
 #include <gpuslice/daemon-paths.h>
 #include <gpuslice/limits.h>
+#include <gpuslice/peer-limits.h>
 #include <gpuslice/proc.h>
 #include "pool-reserve.h"
 #include "real.h"
@@ -25,6 +26,9 @@ static struct {
   struct gs_ptrmap maps[GS_MAP_COUNT];
   _Atomic bool resolved[GS_LEDGER_MAX_GPUS];
   atomic_bool refusal_logged;
+  /* What other systems' variables (HAMi's, KAI's) lower this process's limits to, read once
+   * at attach: the same in every process of a pod, which carries one environment. */
+  struct gs_peer_limits peer;
 } T;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -72,6 +76,17 @@ static void bind_daemon_limits(void)
     gs_ledger_set_authority(T.ledger, lim);
 }
 
+/* A variable of another system that is ignored: said once, at attach. The value is the
+ * environment's, so it is cut short and stripped of control characters first. */
+static void peer_bad(const char *name, const char *value, const char *expected, void *data)
+{
+  char v[65];
+  (void) data;
+  snprintf(v, sizeof(v), "%s", value);
+  gs_scrub_ctl(v, '?');
+  GS_LOG(GS_LOG_WARN, "%s='%s' is not %s; ignored", name, v, expected);
+}
+
 static void attach(void)
 {
   const char *name = gs_getenv_nonempty("GPUSLICE_TENANT");
@@ -79,6 +94,7 @@ static void attach(void)
   gs_log_init_from_env();
   if (!name)
     return;
+  gs_peer_limits_read(&T.peer, gs_getenv, peer_bad, NULL);
   const char *dir = gs_ledger_state_dir();
   if (!maps_init() || gs_ledger_state_dir_check(dir, &err) < 0 ||
       gs_ledger_attach(dir, name, &T.ledger, &err) < 0) {
@@ -136,6 +152,13 @@ static void resolve_limit(int gpu)
   atomic_store(&T.resolved[gpu], true);
 }
 
+/* The limit this process holds the tenant to on gpu: the tenant's, lowered by the peer
+ * variables. */
+static uint64_t effective_limit(int gpu)
+{
+  return gs_peer_lower(gs_ledger_limit(T.ledger, gpu, 0), T.peer.mem_bytes[gpu]);
+}
+
 static void log_refusal(int gpu, uint64_t bytes, const char *what)
 {
   if (atomic_exchange(&T.refusal_logged, true))
@@ -144,7 +167,7 @@ static void log_refusal(int gpu, uint64_t bytes, const char *what)
   GS_LOG(GS_LOG_ERROR, "tenant '%s': %s of %llu bytes on GPU %d refused: %llu of %llu bytes in use",
          T.ledger->name, what, (unsigned long long) bytes, gpu,
          (unsigned long long) atomic_load(&g->used_bytes),
-         (unsigned long long) gs_ledger_limit(T.ledger, gpu, 0));
+         (unsigned long long) effective_limit(gpu));
 }
 
 /* The charge itself, inlined into both entry points below so that the common one,
@@ -180,15 +203,16 @@ static inline CUresult charge(int gpu, uint64_t bytes)
   if (!p)
     return CUDA_ERROR_NOT_PERMITTED;
   resolve_limit(gpu);
-  if (gs_ledger_reserve(l, p, gpu, bytes) == 0)
+  uint64_t cap = T.peer.mem_bytes[gpu];
+  if (gs_ledger_reserve_within(l, p, gpu, bytes, cap) == 0)
     return CUDA_SUCCESS;
   /* At the limit: memory held by the tenant's dead processes may be what is missing, or
    * reserve charge that this process's pools have given back since the last settle. */
-  if (gs_ledger_reap(l) > 0 && gs_ledger_reserve(l, p, gpu, bytes) == 0)
+  if (gs_ledger_reap(l) > 0 && gs_ledger_reserve_within(l, p, gpu, bytes, cap) == 0)
     return CUDA_SUCCESS;
   if (gs__pool_kept(gpu)) {
     gs__pool_settle_gpu(gpu);
-    if (gs_ledger_reserve(l, p, gpu, bytes) == 0)
+    if (gs_ledger_reserve_within(l, p, gpu, bytes, cap) == 0)
       return CUDA_SUCCESS;
   }
   return CUDA_ERROR_OUT_OF_MEMORY;
@@ -278,9 +302,28 @@ bool gs__limit(int gpu, uint64_t *limit, uint64_t *used)
   if (!l || gpu < 0 || gpu >= GS_LEDGER_MAX_GPUS)
     return false;
   resolve_limit(gpu);
-  *limit = gs_ledger_limit(l, gpu, 0);
+  *limit = effective_limit(gpu);
   *used = atomic_load(&l->gpu[gpu].used_bytes);
   return *limit != GS_LIMIT_NONE;
+}
+
+/* HAMi's CUDA_DEVICE_SM_LIMIT is a ceiling on the GPU's time whether or not anyone else wants
+ * it, which is gpuslice's cap; as a cap at the lower of the two shares it never gives the
+ * tenant more than its own limit, by weight or by time. */
+uint32_t gs__compute_limit_ppm(int gpu)
+{
+  struct gs_ledger *l = ledger();
+  uint32_t own = l ? gs_ledger_compute_limit_ppm(l) : 0;
+  uint32_t peer = l && gpu >= 0 && gpu < GS_LEDGER_MAX_GPUS ? T.peer.sm_ppm[gpu] : 0;
+  return peer && (!own || peer < own) ? peer : own;
+}
+
+uint32_t gs__compute_policy(int gpu)
+{
+  struct gs_ledger *l = ledger();
+  if (l && gpu >= 0 && gpu < GS_LEDGER_MAX_GPUS && T.peer.sm_ppm[gpu])
+    return GS_COMPUTE_CAP;
+  return l ? gs_ledger_compute_policy(l) : GS_COMPUTE_SHARE;
 }
 
 uint64_t gs__context_reserve(void)

@@ -74,7 +74,14 @@ void gs__ctx_after_fork(void);
 /* Bytes each CUDA context is charged; 0 when the process is no tenant. */
 uint64_t gs__context_reserve(void);
 
-/* The tenant's limit and usage on gpu. False when gpu is not limited. */
+/* The tenant's limit on gpu as this process holds it (lowered by HAMi's or KAI's variables,
+ * gpuslice/peer-limits.h), and the tenant's usage there. False when gpu is not limited. */
 bool gs__limit(int gpu, uint64_t *limit, uint64_t *used);
+
+/* The tenant's compute limit (millionths, 0 for none) and policy on gpu as this process
+ * holds them: the ledger's (or the daemon's), lowered by CUDA_DEVICE_SM_LIMIT[_<i>] to a cap.
+ * The compute gate reads these, never the ledger's getters. */
+uint32_t gs__compute_limit_ppm(int gpu);
+uint32_t gs__compute_policy(int gpu);
 
 #endif

@@ -174,6 +174,11 @@ void gs_ledger_unclaim(struct gs_ledger *l, struct gs_ledger_proc *p);
 
 /* Takes bytes on gpu against the limit: 0, or -1 when it would exceed the limit. */
 int gs_ledger_reserve(struct gs_ledger *l, struct gs_ledger_proc *p, int gpu, uint64_t bytes);
+/* gs_ledger_reserve against the lower of the limit and cap: for a process that holds the
+ * tenant's usage to less than the tenant's limit (gpuslice/peer-limits.h). cap never raises
+ * the limit; GS_LIMIT_NONE leaves it as it is. */
+int gs_ledger_reserve_within(struct gs_ledger *l, struct gs_ledger_proc *p, int gpu, uint64_t bytes,
+                             uint64_t cap);
 void gs_ledger_release(struct gs_ledger *l, struct gs_ledger_proc *p, int gpu, uint64_t bytes);
 
 /* The limit on gpu in bytes, resolving a percentage against the device's total memory. */

@@ -63,6 +63,30 @@ static void test_reserve_stops_exactly_at_the_limit(void **state)
   gs_ledger_detach(l);
 }
 
+/* A process that carries a lower limit (another system's variable) reserves against it, over
+ * the tenant's whole use; a cap above the limit, or none, leaves the limit as it is. */
+static void test_reserve_within_a_cap_lowers_and_never_raises(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("within", 1000);
+  assert_non_null(l);
+  struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), gs_proc_start_time(getpid()));
+  assert_non_null(p);
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 300), 0);
+  assert_int_equal(gs_ledger_reserve_within(l, p, 0, 201, 500), -1);
+  assert_int_equal(gs_ledger_reserve_within(l, p, 0, 200, 500), 0);
+  assert_int_equal(gs_ledger_reserve_within(l, p, 0, 1, 500), -1);
+  assert_int_equal(gs_ledger_reserve_within(l, p, 0, 501, 5000), -1);
+  assert_int_equal(gs_ledger_reserve_within(l, p, 0, 500, GS_LIMIT_NONE), 0);
+  assert_int_equal(gs_ledger_reserve_within(l, p, 0, 1, GS_LIMIT_NONE), -1);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 1000);
+  /* No limit of the tenant's own on gpu 1: the cap is the limit. */
+  assert_int_equal(gs_ledger_reserve_within(l, p, 1, 64, 64), 0);
+  assert_int_equal(gs_ledger_reserve_within(l, p, 1, 1, 64), -1);
+  gs_ledger_unclaim(l, p);
+  gs_ledger_detach(l);
+}
+
 /* The quota race that lets HAMi-core's tenants through: 16 processes ask for 100 MiB each
  * against 1000 MiB, many times over. Never more than 10 may hold memory at once. */
 static void test_sixteen_processes_never_exceed_the_quota(void **state)
@@ -421,6 +445,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_reserve_stops_exactly_at_the_limit),
+    cmocka_unit_test(test_reserve_within_a_cap_lowers_and_never_raises),
     cmocka_unit_test(test_read_procs_lists_the_live_slots),
     cmocka_unit_test(test_read_procs_reads_only_the_slots_ever_claimed),
     cmocka_unit_test(test_proc_parent_reads_the_parent_and_start_time),
