@@ -30,6 +30,15 @@ fuzz() {
   ctest --test-dir build-fuzz -L fuzz --output-on-failure
 }
 
+# The Kubernetes test cluster's components (kube-apiserver, kubelet, containerd, etcd, helm),
+# built from source once into ~/.cache/gpuslice-k8s (about 15 minutes on 2 cores the first
+# time, a second afterwards): tests/integration/test_k8s_cluster.py starts a cluster of them.
+k8s_components() {
+  echo "==> Kubernetes components (integrations/k8s/hack/build.sh)"
+  integrations/k8s/hack/build.sh
+}
+
+k8s_components
 build_and_test build -DGS_SANITIZE=OFF
 fuzz
 build_and_test build-asan -DGS_SANITIZE=ON

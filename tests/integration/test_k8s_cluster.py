@@ -399,3 +399,34 @@ def test_device_plugin_pod_with_hamis_variable_is_held_to_it(device_plugin):
         assert info["devices"][0]["ctx_total_bytes"] == 4 * GIB, info
     finally:
         k8s.delete("dp-hami")
+
+
+CHART = REPO / "integrations" / "k8s" / "chart" / "gpuslice"
+
+
+def helm(k8s, *args):
+    return subprocess.run(["helm"] + [str(a) for a in args], env=k8s.env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("mode", ["dra", "device-plugin"])
+def test_the_chart_lints_renders_and_the_api_server_accepts_it(k8s, mode):
+    """What the chart would install (the DaemonSet, its RBAC, the DeviceClass) is valid for this
+    cluster's API server: a server-side dry run, admission included. The test cluster runs the
+    agent and the daemon as host processes, with the chart's RBAC and DeviceClass (cluster.sh)."""
+    p = helm(k8s, "lint", CHART, "--set", f"mode={mode}")
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = helm(k8s, "template", "gpuslice", CHART, "--namespace", "gpuslice-system", "--kube-version", "v1.37.2",
+             "--set", f"mode={mode}")
+    assert p.returncode == 0, p.stderr
+    kinds = sorted(doc.split("\nkind: ")[1].split("\n")[0] for doc in p.stdout.split("\n---") if "\nkind: " in doc)
+    want = ["ClusterRole", "ClusterRoleBinding", "DaemonSet", "ServiceAccount"] + (["DeviceClass"] if mode == "dra" else [])
+    assert kinds == sorted(want), kinds
+    args = ["--dra"] if mode == "dra" else ["--dra=false", "--device-plugin"]
+    assert all(f"- {a}\n" in p.stdout for a in args), p.stdout
+    dry = k8s.kubectl("apply", "--dry-run=server", "-f", "-", stdin=p.stdout)
+    assert "daemonset.apps/gpuslice created (server dry run)" in dry.stdout, dry.stdout
+
+
+def test_the_chart_refuses_an_unknown_mode_in_one_line(k8s):
+    p = helm(k8s, "template", "gpuslice", CHART, "--kube-version", "v1.37.2", "--set", "mode=timeslice")
+    assert p.returncode != 0 and 'mode "timeslice": want dra or device-plugin' in p.stderr, p.stderr

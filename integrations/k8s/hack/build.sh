@@ -5,6 +5,7 @@
 #   ${GS_K8S_CACHE:-~/.cache/gpuslice-k8s}/<kubernetes version>/bin/
 #     etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
 #     containerd containerd-shim-runc-v2 ctr
+#     helm
 #
 # Each comes from a small Go module in components/ that requires the upstream release at
 # the version pinned in versions.sh, fetched through the Go module proxy, and is built with
@@ -159,6 +160,15 @@ build_containerd() {
 	stamp_of containerd "$GS_CONTAINERD_VERSION" >"$stamps/containerd"
 }
 
+build_helm() {
+	up_to_date helm "$GS_HELM_VERSION" helm && return 0
+	check_module_version helm helm.sh/helm/v3 "$GS_HELM_VERSION"
+	rm -f "$stamps/helm"
+	go_build helm helm helm.sh/helm/v3/cmd/helm "" \
+		"-s -w -X helm.sh/helm/v3/internal/version.version=$GS_HELM_VERSION"
+	stamp_of helm "$GS_HELM_VERSION" >"$stamps/helm"
+}
+
 main() {
 	if ! command -v go >/dev/null 2>&1; then
 		echo "build.sh: go not found; the components are built from source with Go >= 1.26.6" >&2
@@ -171,13 +181,14 @@ main() {
 	exec 9>"$top/.lock"
 	flock 9
 	local c
-	for c in ${GS_K8S_ONLY:-etcd kube containerd}; do
+	for c in ${GS_K8S_ONLY:-etcd kube containerd helm}; do
 		case $c in
 		etcd) build_etcd ;;
 		kube) build_kube ;;
 		containerd) build_containerd ;;
+		helm) build_helm ;;
 		*)
-			echo "build.sh: unknown component '$c' in GS_K8S_ONLY (etcd, kube, containerd)" >&2
+			echo "build.sh: unknown component '$c' in GS_K8S_ONLY (etcd, kube, containerd, helm)" >&2
 			exit 2
 			;;
 		esac

@@ -309,6 +309,14 @@ build_workload() {
 		cp -L "/lib/x86_64-linux-gnu/$l" "$r/lib/x86_64-linux-gnu/$l"
 	done
 	ln -sf ../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$r/lib64/ld-linux-x86-64.so.2"
+	# What this build's interposer, simulated driver and workload link besides (a sanitizer
+	# build's libasan and libubsan), at the host's paths.
+	for l in $(ldd "$gs_build/lib/libgpuslice.so" "$gs_build/lib/sim/libcuda.so.1" \
+		"$gs_build/lib/sim/libnvidia-ml.so.1" "$gs_build/bin/gpusim-workload" 2>/dev/null |
+		awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
+		mkdir -p "$r$(dirname "$l")"
+		[ -e "$r$l" ] || cp -L "$l" "$r$l"
+	done
 	chmod 1777 "$r/tmp"
 	oci_image "$workload_ref" "$r" "$d/images/workload.tar" '["/bin/sh"]'
 }
@@ -396,8 +404,24 @@ start_gpuslice() {
 		"$gs_build/bin/gpuslice" daemon --foreground
 	wait_for gpuslice-daemon 30 test -S "$g/state/gpuslice.sock"
 	build_agent
+	agent_identity
 	start_agent
-	kc apply -f "$here/../deploy/deviceclass.yaml" >/dev/null || die "the DeviceClass was refused"
+}
+
+# The agent runs as the chart's service account, with the chart's RBAC (and its DeviceClass):
+# what it may do here is what it may do on a real cluster.
+agent_identity() {
+	local ns=gpuslice-system
+	kc create namespace "$ns" >/dev/null || die "cannot create namespace $ns"
+	"$bin/helm" template gpuslice "$here/../chart/gpuslice" --namespace "$ns" --kube-version "$GS_K8S_VERSION" \
+		--show-only templates/rbac.yaml --show-only templates/deviceclass.yaml \
+		>"$d/gpuslice/chart-objects.yaml" 2>"$d/logs/helm.log" ||
+		die "helm template failed; its log:" "$d/logs/helm.log"
+	kc apply -f "$d/gpuslice/chart-objects.yaml" >/dev/null || die "the chart's RBAC or DeviceClass was refused"
+	kc -n "$ns" create token gpuslice-k8s --duration 48h >"$d/pki/gpuslice-k8s.token" ||
+		die "no token for the service account gpuslice-k8s"
+	chmod 0600 "$d/pki/gpuslice-k8s.token"
+	make_kubeconfig gpuslice-k8s
 }
 
 # kubelet's device manager listens at /var/lib/kubelet/device-plugins/kubelet.sock whatever
@@ -411,7 +435,12 @@ start_agent() {
 	device-plugin) flags=(--dra=false --device-plugin) ready=vram_allocatable ;;
 	*) die "GS_K8S_AGENT_MODE '$mode': want dra or device-plugin" ;;
 	esac
-	start gpuslice-k8s "$g/gpuslice-k8s" "${flags[@]}" --kubeconfig "$d/kubeconfig/admin" --node-name "$node" \
+	# A sanitizer build's interposer: preloaded ahead of its own ASan runtime, as `gpuslice run`
+	# allows it; no leak check, which needs ptrace in the container.
+	if ldd "$gs_build/lib/libgpuslice.so" | grep -q libasan; then
+		flags+=(--cdi-env "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
+	fi
+	start gpuslice-k8s "$g/gpuslice-k8s" "${flags[@]}" --kubeconfig "$d/kubeconfig/gpuslice-k8s" --node-name "$node" \
 		--daemon-socket "$g/state/gpuslice.sock" --state-root "$g/k8s" --cdi-dir "$d/cdi" \
 		--preload "$gs_build/lib/libgpuslice.so" \
 		--kubelet-plugins-dir "$d/kubelet/root/plugins" \

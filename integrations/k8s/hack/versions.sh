@@ -15,3 +15,6 @@ GS_ETCD_VERSION=v3.6.16
 
 # containerd 2.x: Debian's 1.6 cannot apply CDI specs.
 GS_CONTAINERD_VERSION=v2.4.2
+
+# helm 3: the tests render and lint gpuslice's chart (integrations/k8s/chart) with it.
+GS_HELM_VERSION=v3.22.0
