@@ -64,8 +64,11 @@ class Cluster:
                           f"pod {pod} in {phases} ({self.describe(pod)})")
 
     def describe(self, pod):
+        """The pod's events and the end of its log, for a failure's message."""
         p = self.kubectl("describe", "pod", pod, check=False)
-        return p.stdout[p.stdout.find("Events:"):] if "Events:" in p.stdout else p.stderr
+        events = p.stdout[p.stdout.find("Events:"):] if "Events:" in p.stdout else p.stderr
+        log = self.kubectl("logs", "--tail", "20", pod, check=False)
+        return f"{events}\nlog:\n{log.stdout}{log.stderr}"
 
     def events(self, pod):
         ev = self.get("events", "--field-selector", f"involvedObject.name={pod}")["items"]

@@ -435,9 +435,9 @@ start_agent() {
 	device-plugin) flags=(--dra=false --device-plugin) ready=vram_allocatable ;;
 	*) die "GS_K8S_AGENT_MODE '$mode': want dra or device-plugin" ;;
 	esac
-	# A sanitizer build's interposer: preloaded ahead of its own ASan runtime, as `gpuslice run`
-	# allows it; no leak check, which needs ptrace in the container.
-	if ldd "$gs_build/lib/libgpuslice.so" | grep -q libasan; then
+	# A sanitizer build's workload links ASan, which must then allow the interposer preloaded
+	# ahead of it, as `gpuslice run` does; no leak check, which needs ptrace in the container.
+	if LD_LIBRARY_PATH="$gs_build/lib/sim" ldd "$gs_build/bin/gpusim-workload" | grep -q libasan; then
 		flags+=(--cdi-env "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0")
 	fi
 	start gpuslice-k8s "$g/gpuslice-k8s" "${flags[@]}" --kubeconfig "$d/kubeconfig/gpuslice-k8s" --node-name "$node" \
@@ -451,6 +451,9 @@ start_agent() {
 		--cdi-env "GPUSLICE_SIM=$gs_sim" --cdi-env "GPUSIM_STATE_DIR=$g/sim" \
 		--cdi-env "LD_LIBRARY_PATH=$gs_build/lib/sim" \
 		--cdi-mount "$gs_build:$gs_build:ro" --cdi-mount "$g/sim:$g/sim"
+	# "ready": kubelet has registered every plugin the agent serves (a slice or a node's
+	# allocatable left by the agent before a restart says nothing of this one).
+	wait_for gpuslice-k8s 60 grep -q '"ready"' "$d/logs/gpuslice-k8s.log"
 	wait_for gpuslice-k8s 60 "$ready"
 }
 
@@ -684,11 +687,13 @@ POD
 
 case "${1:-}" in
 up) up ;;
-# restart-agent: kill -9 the agent and start it again (the agent-restart test).
+# restart-agent: kill -9 the agent and start it again, rebuilt if its source changed (the
+# agent-restart test).
 restart-agent)
 	bin=$(cat "$d/bin")
 	read -r p _ <"$d/pids/gpuslice-k8s"
 	kill -9 "$p"
+	build_agent
 	start_agent
 	;;
 down) down ;;

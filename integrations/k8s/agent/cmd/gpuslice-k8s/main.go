@@ -165,22 +165,51 @@ func run(ctx context.Context, c *config) error {
 	n := &node.Node{Daemon: dc, StateRoot: c.stateRoot, DaemonStateDir: c.daemonStateDir,
 		Preload: c.preload, Env: c.cdiEnv, Mounts: mounts}
 	errc := make(chan error, 2)
+	ready := make(chan struct{}, 2)
+	want := 0
 	if c.devicePlugin {
+		want++
 		dp := deviceplugin.New(deviceplugin.Options{PluginDir: c.devicePluginsDir, PodResourcesSocket: c.podResources}, n, gpus)
-		go func() { errc <- dp.Run(ctx) }()
+		go func() { errc <- dp.Run(ctx, ready) }()
 	}
 	if c.dra {
-		go func() { errc <- runDRA(ctx, c, n, kube, gpus) }()
+		want++
+		go func() { errc <- runDRA(ctx, c, n, kube, gpus, ready) }()
 	}
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		return nil
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-ready:
+			if want--; want == 0 {
+				// Every plugin is registered with kubelet: what cluster.sh waits for.
+				logger.Info("ready")
+			}
+		case <-ctx.Done():
+			return nil
+		}
 	}
 }
 
-func runDRA(ctx context.Context, c *config, n *node.Node, kube kubernetes.Interface, gpus []daemon.GPU) error {
+// registered waits until kubelet has registered the DRA plugin (it connects to the plugin's
+// socket only then), or ctx ends.
+func registered(ctx context.Context, h *kubeletplugin.Helper) error {
+	for {
+		if st := h.RegistrationStatus(); st != nil {
+			if !st.PluginRegistered {
+				return fmt.Errorf("kubelet refused the plugin: %s", st.Error)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func runDRA(ctx context.Context, c *config, n *node.Node, kube kubernetes.Interface, gpus []daemon.GPU, ready chan<- struct{}) error {
 	opt := dra.Options{DriverName: DriverName, NodeName: c.nodeName, CDIDir: c.cdiDir}
 	if c.podLabels != "" {
 		opt.PodLabelKeys = strings.Split(c.podLabels, ",")
@@ -205,7 +234,11 @@ func runDRA(ctx context.Context, c *config, n *node.Node, kube kubernetes.Interf
 	if err := helper.PublishResources(ctx, dra.Resources(c.nodeName, gpus)); err != nil {
 		return fmt.Errorf("publishing the node's GPUs: %w", err)
 	}
+	if err := registered(ctx, helper); err != nil {
+		return err
+	}
 	klog.FromContext(ctx).Info("serving", "driver", DriverName, "node", c.nodeName, "gpus", len(gpus))
+	ready <- struct{}{}
 	<-ctx.Done()
 	return nil
 }

@@ -49,9 +49,9 @@ func New(opt Options, n *node.Node, gpus []daemon.GPU) *Plugin {
 	return &Plugin{opt: opt, node: n, ids: DeviceIDs(gpus)}
 }
 
-// Run serves the plugin, registers it with kubelet, and ends the tenants of grants kubelet
-// no longer holds, until ctx ends.
-func (p *Plugin) Run(ctx context.Context) error {
+// Run serves the plugin, registers it with kubelet (then says so on ready), and ends the
+// tenants of grants kubelet no longer holds, until ctx ends.
+func (p *Plugin) Run(ctx context.Context, ready chan<- struct{}) error {
 	sock := filepath.Join(p.opt.PluginDir, socketName)
 	if err := os.Remove(sock); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("device plugin socket: %w", err)
@@ -68,6 +68,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 		return err
 	}
 	klog.FromContext(ctx).Info("device plugin registered", "resource", ResourceName, "devices", len(p.ids))
+	ready <- struct{}{}
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
