@@ -126,7 +126,8 @@ static bool label_ok(const char *k, const json_t *v)
 }
 
 /* labels: an object of strings, keys as Prometheus label names; into "k=v" lines. */
-static int read_labels(const json_t *body, char *out, size_t len, bool *given, gs_error_t *err)
+int tenant_json_read_labels(const json_t *body, char *out, size_t len, bool *given,
+                            gs_error_t *err)
 {
   json_t *o = json_object_get(body, "labels");
   const char *k;
@@ -200,7 +201,7 @@ int tenant_json_read_reg(const json_t *body, struct tenant_json_reg *reg, char *
   if (read_identity(body, reg, err) < 0 || tenant_json_read_gpu(body, &reg->gpu, err) < 0 ||
       read_vram(body, &reg->lim, &reg->vram_given, err) < 0 ||
       tenant_json_read_compute(body, &reg->lim, reg->compute_given, err) < 0 ||
-      read_labels(body, labels, len, &lgiven, err) < 0)
+      tenant_json_read_labels(body, labels, len, &lgiven, err) < 0)
     return -1;
   reg->labels = lgiven ? labels : NULL;
   return 0;

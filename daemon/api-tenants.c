@@ -175,7 +175,8 @@ int api_tenants_register(struct api_req *rq, struct api_reply *r)
   return api_ok(r, 201, api_tenant_json(d, t));
 }
 
-/* PATCH: {"vram": "8G" | N | "25%" | null, "gpu": N, "compute_pct", "compute_policy", "priority"}. */
+/* PATCH: {"vram": "8G" | N | "25%" | null, "gpu": N, "compute_pct", "compute_policy", "priority",
+ * "labels" (admins only)}. */
 static int vram_patch(const json_t *v, uint64_t *bytes, uint32_t *ppm, struct api_reply *r)
 {
   gs_error_t err = NULL;
@@ -294,7 +295,15 @@ int api_tenant_patch(struct api_req *rq, struct api_reply *r)
   const uint32_t *cpolicy = cgiven[1] ? &c.policy : NULL;
   const uint32_t *cprio = cgiven[2] ? &c.priority : NULL;
   bool compute = cppm || cpolicy || cprio;
-  /* Both checks come before either change: a refused PATCH changes nothing. */
+  char labels[GS_LEDGER_LABELS_MAX];
+  bool lgiven;
+  if (tenant_json_read_labels(rq->body, labels, sizeof(labels), &lgiven, &err) < 0 ||
+      (lgiven && gs_labels_check_utf8(labels, &err) < 0))
+    return bad_request(r, &err), 0;
+  /* Labels decide whose usage it is (`gpuslice usage --by label:team`): an admin's to say. */
+  if (lgiven && !rq->peer.admin)
+    return api_error(r, 403, "field 'labels': only an admin changes a tenant's labels");
+  /* Every check comes before any change: a refused PATCH changes nothing. */
   if (vram && !rq->peer.admin && vram_over_ceiling(rq, t, gpu, bytes, ppm, r))
     return 0;
   if (compute && !rq->peer.admin && compute_over_ceiling(t, cppm, cpolicy, cprio, r))
@@ -307,7 +316,16 @@ int api_tenant_patch(struct api_req *rq, struct api_reply *r)
     registry_set_compute(t, cppm, cpolicy, cprio);
   if (compute && rq->peer.admin)
     registry_set_compute_ceiling(t);
-  GS_LOG(GS_LOG_INFO, "tenant '%s': limits changed by uid %u", t->name, (unsigned) rq->peer.uid);
+  if (lgiven) {
+    registry_set_labels(t, labels);
+    if (usage_db_tenant_labels(rq->d->db, t, &err) < 0) {
+      GS_LOG(GS_LOG_ERROR, "tenant '%s': %s", t->name, err->msg);
+      gs_error_release(&err);
+    }
+    rq->d->reg_changed = true;
+  }
+  GS_LOG(GS_LOG_INFO, "tenant '%s': %s changed by uid %u", t->name,
+         lgiven && !vram && !compute ? "labels" : "limits", (unsigned) rq->peer.uid);
   return api_ok(r, 200, api_tenant_json(rq->d, t));
 }
 

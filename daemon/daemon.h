@@ -212,6 +212,8 @@ void registry_set_vram(struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm,
                        const uint64_t *gpu_totals, int ngpus);
 void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t *policy,
                           const uint32_t *priority);
+/* Replaces the tenant's labels ("k=v" lines), in the registry and its limits file. */
+void registry_set_labels(struct tenant *t, const char *labels);
 /* The first GPU (of gpu, or of all when gpu < 0) where a memory limit of bytes, or ppm of the
  * GPU, would be above the ceiling an admin set (struct gs_limits.ceiling_bytes), or -1. */
 int registry_vram_above_ceiling(const struct tenant *t, int gpu, uint64_t bytes, uint32_t ppm,
@@ -262,6 +264,8 @@ int usage_db_violation(struct usage_db *db, const struct tenant *t, const struct
                        gs_error_t *err);
 /* Marks ended every tenant row left open by an earlier run that is not in the registry. */
 int usage_db_close_orphans(struct usage_db *db, const struct registry *r, gs_error_t *err);
+/* Writes the tenant's labels again, after an admin changed them (PATCH). */
+int usage_db_tenant_labels(struct usage_db *db, const struct tenant *t, gs_error_t *err);
 int usage_db_tenant_end(struct usage_db *db, const struct tenant *t, double end, gs_error_t *err);
 int usage_db_served(struct usage_db *db, const struct tenant *t, uint64_t requests,
                     gs_error_t *err);

@@ -407,6 +407,13 @@ void registry_set_compute(struct tenant *t, const uint32_t *ppm, const uint32_t 
   limits_changed(t);
 }
 
+void registry_set_labels(struct tenant *t, const char *labels)
+{
+  snprintf(t->labels, sizeof(t->labels), "%s", labels);
+  /* Only the daemon reads the limits file's labels (to adopt the tenant again). */
+  snprintf(t->limits->labels, sizeof(t->limits->labels), "%s", labels);
+}
+
 /* Reads the tenant's ledger into t->gpu; false when the tenant has ended: its owner has, and
  * so have the processes the daemon saw in its slots. */
 static bool tenant_sample(struct tenant *t)

@@ -170,6 +170,16 @@ static int insert_labels(struct usage_db *db, const struct tenant *t, gs_error_t
   return li.rc;
 }
 
+int usage_db_tenant_labels(struct usage_db *db, const struct tenant *t, gs_error_t *err)
+{
+  const void *vals[] = { &t->db_id };
+  if (t->db_id == 0)
+    return 0;
+  if (exec_bound(db, "DELETE FROM tenant_labels WHERE tenant_id = ?", "i", vals, err) < 0)
+    return -1;
+  return insert_labels(db, t, err);
+}
+
 static int insert_tenant(struct usage_db *db, struct tenant *t, gs_error_t *err)
 {
   int64_t uid = t->uid, pid = t->owner_pid, created = (int64_t) t->created_unix_ns;

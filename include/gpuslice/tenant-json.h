@@ -55,6 +55,10 @@ int tenant_json_read_reg(const json_t *body, struct tenant_json_reg *reg, char *
  * null), and compute_pct, compute_policy and priority into lim, given[] saying which were
  * there. Each returns 0, or -1 with err naming the bad field. */
 int tenant_json_read_gpu(const json_t *body, int *gpu, gs_error_t *err);
+/* The "labels" key, an object of one-line strings, into out (len bytes) as "k=v" lines; *given
+ * says whether the body had it (not null). Returns 0, or -1 with err naming the bad label. */
+int tenant_json_read_labels(const json_t *body, char *out, size_t len, bool *given,
+                            gs_error_t *err);
 int tenant_json_read_compute(const json_t *body, struct tenant_json_limits *lim, bool given[3],
                              gs_error_t *err);
 

@@ -5,17 +5,22 @@ registrant's and the daemon's restarts."""
 import json
 import os
 import subprocess
+import urllib.request
 
 from daemon_env import (GIB, Daemon, alloc_until_oom, as_user_request, daemon, ensure_user,  # noqa: F401
                         needs_root, shared_root,
                         tenant_env, wait_for)
 
 
-def held_body(claim_dir, name="k8s.default.claim-a", **extra):
+def held_body(claim_dir, name="k8s.default.claim-a", labels=None, **extra):
     body = {"name": name, "state_dir": str(claim_dir), "held": True, "vram_bytes": 2 * GIB,
-            "labels": {"namespace": "default", "pod": "p1", "container": "c"}}
+            "labels": labels or {"namespace": "default", "pod": "p1", "container": "c"}}
     body.update(extra)
     return body
+
+
+def metrics(daemon):
+    return urllib.request.urlopen(f"http://127.0.0.1:{daemon.port}/metrics", timeout=10).read().decode()
 
 
 def claim_env(daemon, claim_dir, name):
@@ -94,3 +99,37 @@ def test_a_held_tenant_is_not_ended_by_the_death_of_whoever_registered_it(shared
         assert "held-c" in d.tenants()
     finally:
         d.stop()
+
+
+def test_an_admin_relabels_a_tenant_and_ps_metrics_and_the_ledger_follow(daemon, shared_root):
+    """The device plugin learns a container's pod only after Allocate: it relabels the tenant."""
+    claim = shared_root / "claim-l"
+    claim.mkdir()
+    assert daemon.request("POST", "/v1/tenants", held_body(claim, "held-l", labels={"resource": "vram"}))[0] == 201
+    new = {"resource": "vram", "namespace": "ns1", "pod": "p9", "container": "c2"}
+    status, t = daemon.request("PATCH", "/v1/tenants/held-l", {"labels": new})
+    assert status == 200 and t["labels"] == new, t
+    assert daemon.tenants()["held-l"]["labels"] == new
+    rows = daemon.sql("SELECT key, value FROM tenant_labels l JOIN tenants t ON l.tenant_id = t.id "
+                      "WHERE t.name = 'held-l' ORDER BY key")
+    assert rows == sorted(new.items()), rows
+    wait_for(lambda: 'pod="p9"' in metrics(daemon), what="the new labels in /metrics")
+    status, body = daemon.request("PATCH", "/v1/tenants/held-l", {"labels": {"bad key": "x"}})
+    assert status == 400 and "bad key" in body["error"], body
+    assert daemon.tenants()["held-l"]["labels"] == new, "a refused PATCH changes nothing"
+
+
+@needs_root
+def test_only_an_admin_changes_labels_not_the_tenants_owner(daemon, shared_root):
+    """Labels decide whose usage it is (`gpuslice usage --by label:team`)."""
+    from test_daemon_tenant_attacks import user_tenant
+    pw = ensure_user("gs-held-user")
+    t, _ = user_tenant(daemon, pw, "own-l", shared_root)
+    try:
+        status, body = as_user_request(daemon, pw, "PATCH", "/v1/tenants/own-l", {"labels": {"team": "other"}})
+        assert status == 403 and body["error"] == "field 'labels': only an admin changes a tenant's labels", body
+        assert daemon.tenants()["own-l"]["labels"] == {}, "a refused PATCH changes nothing"
+        status, body = daemon.request("PATCH", "/v1/tenants/own-l", {"labels": {"team": "ml"}})
+        assert status == 200 and body["labels"] == {"team": "ml"}, body
+    finally:
+        t.end()

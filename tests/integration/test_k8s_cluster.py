@@ -369,24 +369,31 @@ def device_plugin(k8s):
     restart("dra")
 
 
-def test_device_plugin_holds_a_pod_to_its_vram_and_ends_its_tenant_with_it(device_plugin):
+def test_device_plugin_holds_a_pod_to_its_vram_labels_it_and_ends_its_tenant_with_it(device_plugin):
     k8s = device_plugin
     alloc = k8s.get("node", "gpuslice-node")["status"]["allocatable"]
     assert alloc["gpuslice.io/vram"] == "79", alloc  # whole GiB of the 81559 MiB
-    cmd = "; ".join([f"{WORKLOAD} alloc-until-oom --chunk 64Mi --alloc {a}" for a in ("plain", "managed", "vmm")] +
-                    [f"{WORKLOAD} info"])
-    k8s.apply(vram_pod("dp-20", 20, cmd))
+    k8s.apply(vram_pod("dp-20", 20, "exec sleep 3600"))
     try:
-        assert k8s.wait_phase("dp-20", ["Succeeded", "Failed"], 120) == "Succeeded", k8s.describe("dp-20")
-        lines = k8s.logs("dp-20")
-        for x in (x for x in lines if x.get("mode") == "alloc-until-oom"):
+        k8s.wait_phase("dp-20", ["Running"])
+        lines = []
+        for a in ("plain", "managed", "vmm"):
+            out = k8s.kubectl("exec", "dp-20", "--", str(WORKLOAD), "alloc-until-oom", "--chunk", "64Mi",
+                              "--alloc", a).stdout
+            lines.append(json.loads(out.strip().splitlines()[-1]))
+        for x in lines:
             assert x["allocated_bytes"] == 20 * GIB, x
-        [info] = [x for x in lines if x.get("mode") == "info"]
+        info = json.loads(k8s.kubectl("exec", "dp-20", "--", str(WORKLOAD), "info").stdout.strip().splitlines()[-1])
         assert info["devices"][0]["ctx_total_bytes"] == 20 * GIB, info
-        [name] = [n for n, t in k8s.ps().items() if t["labels"].get("resource") == "gpuslice.io/vram"]
+        # Allocate is not told the pod; the plugin labels the tenant once kubelet lists it.
+        [t] = wait_until(lambda: [t for t in k8s.ps().values() if t["labels"].get("pod") == "dp-20"], 30,
+                         "the device plugin's tenant labelled with its pod")
+        assert t["labels"] == {"resource": "gpuslice.io/vram", "namespace": "default", "pod": "dp-20",
+                               "container": "work"}, t["labels"]
+        assert t["limits"]["vram_bytes"] == 20 * GIB
     finally:
         k8s.delete("dp-20")
-    wait_until(lambda: name not in k8s.ps(), 90, "the device plugin to end the tenant of the ended pod")
+    wait_until(lambda: t["name"] not in k8s.ps(), 90, "the device plugin to end the tenant of the ended pod")
 
 
 def test_device_plugin_pod_with_hamis_variable_is_held_to_it(device_plugin):

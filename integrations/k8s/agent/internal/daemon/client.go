@@ -154,6 +154,13 @@ func (c *Client) Tenant(ctx context.Context, name string) (*Tenant, error) {
 	return &t, nil
 }
 
+// SetLabels replaces a tenant's labels (an admin's PATCH).
+func (c *Client) SetLabels(ctx context.Context, name string, labels map[string]string) error {
+	body := map[string]any{"labels": labels}
+	_, err := c.do(ctx, http.MethodPatch, "/v1/tenants/"+url.PathEscape(name), body, nil)
+	return err
+}
+
 // End ends a tenant; one that is not there is not an error (ending is idempotent).
 func (c *Client) End(ctx context.Context, name string) error {
 	_, err := c.do(ctx, http.MethodDelete, "/v1/tenants/"+url.PathEscape(name)+"?exit=0", nil, nil)

@@ -132,9 +132,10 @@ func (p *Plugin) GetPreferredAllocation(_ context.Context, r *pb.PreferredAlloca
 
 // grantRecord is kept in the tenant's directory: which devices, since when.
 type grantRecord struct {
-	Tenant  string    `json:"tenant"`
-	IDs     []string  `json:"ids"`
-	Created time.Time `json:"created"`
+	Tenant   string    `json:"tenant"`
+	IDs      []string  `json:"ids"`
+	Created  time.Time `json:"created"`
+	Labelled bool      `json:"labelled"` // its pod's labels are on the tenant
 }
 
 // Allocate makes each container's grant a held tenant, with its memory as the limit.
@@ -160,9 +161,8 @@ func (p *Plugin) allocate(ctx context.Context, ids []string) (*pb.ContainerAlloc
 	if err := p.node.MakeDir(dir); err != nil {
 		return nil, fmt.Errorf("%s: %w", ResourceName, err)
 	}
-	rec, _ := json.Marshal(grantRecord{Tenant: name, IDs: g.IDs, Created: time.Now()})
-	if err := os.WriteFile(filepath.Join(dir, "grant.json"), rec, 0o644); err != nil {
-		return nil, fmt.Errorf("%s: %w", ResourceName, err)
+	if err := writeGrant(dir, &grantRecord{Tenant: name, IDs: g.IDs, Created: time.Now()}); err != nil {
+		return nil, err
 	}
 	reg := &daemon.Registration{Name: name, GPU: g.GPU, VRAMBytes: &g.Bytes,
 		Labels: map[string]string{"resource": ResourceName}}
@@ -194,7 +194,9 @@ func (p *Plugin) PreStartContainer(context.Context, *pb.PreStartContainerRequest
 }
 
 // reap ends the tenants whose devices no container holds any more (their pods have gone),
-// once they are older than the grace period (kubelet lists a grant a little after Allocate).
+// once they are older than the grace period (kubelet lists a grant a little after Allocate),
+// and labels the others with the pod and container kubelet says hold them (Allocate is not
+// told).
 func (p *Plugin) reap(ctx context.Context) error {
 	held, err := heldDevices(ctx, p.opt.PodResourcesSocket)
 	if err != nil {
@@ -210,19 +212,55 @@ func (p *Plugin) reap(ctx context.Context) error {
 	var errs []error
 	for _, e := range entries {
 		dir := filepath.Join(p.node.StateRoot, kind, e.Name())
-		data, err := os.ReadFile(filepath.Join(dir, "grant.json"))
-		var rec grantRecord
-		if err != nil || json.Unmarshal(data, &rec) != nil {
+		rec, err := readGrant(dir)
+		if err != nil {
 			continue
 		}
-		if time.Since(rec.Created) < p.opt.Grace || held[strings.Join(rec.IDs, ",")] {
-			continue
+		h, ok := held[strings.Join(rec.IDs, ",")]
+		switch {
+		case ok && !rec.Labelled:
+			errs = append(errs, p.label(ctx, dir, rec, h))
+		case ok || time.Since(rec.Created) < p.opt.Grace:
+		default:
+			if err := p.node.Remove(ctx, dir, rec.Tenant); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			klog.FromContext(ctx).Info("grant ended", "tenant", rec.Tenant)
 		}
-		if err := p.node.Remove(ctx, dir, rec.Tenant); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		klog.FromContext(ctx).Info("grant ended", "tenant", rec.Tenant)
 	}
 	return errors.Join(errs...)
+}
+
+func readGrant(dir string) (*grantRecord, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "grant.json"))
+	if err != nil {
+		return nil, err
+	}
+	var rec grantRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+func writeGrant(dir string, rec *grantRecord) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, ".grant.json")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("%s: %w", ResourceName, err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, "grant.json"))
+}
+
+func (p *Plugin) label(ctx context.Context, dir string, rec *grantRecord, h holder) error {
+	labels := map[string]string{"resource": ResourceName, "namespace": h.Namespace, "pod": h.Pod, "container": h.Container}
+	if err := p.node.Daemon.SetLabels(ctx, rec.Tenant, labels); err != nil {
+		return fmt.Errorf("labelling tenant %s: %w", rec.Tenant, err)
+	}
+	rec.Labelled = true
+	return writeGrant(dir, rec)
 }
