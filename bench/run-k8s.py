@@ -99,7 +99,7 @@ def main():
         a0, d0 = proc_stats(agent), proc_stats(daemon)
         t0 = time.monotonic()
         c.apply("---\n".join(k.pod(f"many-{i}", "bench-1g", "exec sleep 3600") for i in range(a.pods)))
-        k.wait_until(lambda: all(pod_running(c, f"many-{i}") for i in range(a.pods)), 900, f"{a.pods} pods running")
+        k.wait_for(lambda: all(pod_running(c, f"many-{i}") for i in range(a.pods)), 900, what=f"{a.pods} pods running")
         t1 = time.monotonic()
         a1, d1 = proc_stats(agent), proc_stats(daemon)
         time.sleep(a.quiet_s)

@@ -15,6 +15,7 @@ import urllib.request
 import pytest
 
 from conftest import BIN, BUILD
+from daemon_env import wait_for
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "integrations" / "k8s" / "hack" / "cluster.sh"
@@ -60,8 +61,11 @@ class Cluster:
         return self.get("pod", pod)["status"].get("phase")
 
     def wait_phase(self, pod, phases, timeout=90):
-        return wait_until(lambda: self.phase(pod) in phases and self.phase(pod), timeout,
-                          f"pod {pod} in {phases} ({self.describe(pod)})")
+        try:
+            return wait_for(lambda: self.phase(pod) in phases and self.phase(pod), timeout,
+                            step=0.3, what=f"pod {pod} in {phases}")
+        except AssertionError as e:
+            raise AssertionError(f"{e}: {self.describe(pod)}") from None
 
     def describe(self, pod):
         """The pod's events and the end of its log, for a failure's message."""
@@ -95,16 +99,6 @@ class Cluster:
                            text=True, timeout=30)
         assert p.returncode == 0, p.stderr
         return p.stdout
-
-
-def wait_until(pred, timeout=60, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 @pytest.fixture(scope="module")
@@ -201,8 +195,8 @@ def test_two_claims_share_the_gpu_and_a_third_runs_once_there_is_room(k8s):
         k8s.wait_phase("share-b", ["Running"])
         k8s.apply(pod("share-c", "t30", hold("1Gi")))
         # 40 + 20 + 30 GiB do not fit in 80: the scheduler says so, and the pod waits.
-        reason = wait_until(lambda: [m for r, m in k8s.events("share-c") if r == "FailedScheduling"], 60,
-                            "the scheduler's reason for share-c")
+        reason = wait_for(lambda: [m for r, m in k8s.events("share-c") if r == "FailedScheduling"], 60,
+                            step=0.3, what="the scheduler's reason for share-c")
         assert "cannot allocate all claims" in reason[0], reason
         assert k8s.phase("share-c") == "Pending"
         k8s.delete("share-a")
@@ -239,8 +233,8 @@ def test_a_pods_tenant_carries_its_labels_and_goes_with_it_leaving_its_usage(k8s
     try:
         k8s.wait_phase("labelled", ["Running"])
         uid = k8s.get("pod", "labelled")["metadata"]["uid"]
-        [t] = wait_until(lambda: [t for t in k8s.ps().values() if t["labels"].get("pod") == "labelled"
-                                  and t["gpus"][0]["vram_used_bytes"] >= 2 * GIB], 30, "the pod's memory in ps")
+        [t] = wait_for(lambda: [t for t in k8s.ps().values() if t["labels"].get("pod") == "labelled"
+                                  and t["gpus"][0]["vram_used_bytes"] >= 2 * GIB], 30, step=0.3, what="the pod's memory in ps")
         assert t["labels"]["namespace"] == "default" and t["labels"]["container"] == "work"
         assert t["labels"]["pod_uid"] == uid and t["labels"]["app"] == "vllm"
         assert "team" not in t["labels"], "only the pod labels the agent is told to copy"
@@ -251,7 +245,7 @@ def test_a_pods_tenant_carries_its_labels_and_goes_with_it_leaving_its_usage(k8s
             'container="work"' in series[0], series
     finally:
         k8s.delete("labelled")
-    wait_until(lambda: t["name"] not in k8s.ps(), 30, "the tenant to end with its pod")
+    wait_for(lambda: t["name"] not in k8s.ps(), 30, step=0.3, what="the tenant to end with its pod")
     rows = k8s.ledger(f"SELECT COUNT(*), MAX(vram_byte_seconds) FROM intervals i JOIN tenants t ON "
                       f"i.tenant_id = t.id WHERE t.name = '{t['name']}' AND t.ended_at IS NOT NULL")
     count, vram = rows.strip().split("|")
@@ -264,8 +258,8 @@ def test_the_agent_killed_and_restarted_keeps_the_pods_limits_and_still_cleans_u
     k8s.apply(pod("survivor", "t6", f"{WORKLOAD} hold --bytes 1Gi </dev/zero & sleep 3600"))
     try:
         k8s.wait_phase("survivor", ["Running"])
-        name = wait_until(lambda: [n for n, t in k8s.ps().items() if t["labels"].get("pod") == "survivor"], 30,
-                          "the tenant")[0]
+        name = wait_for(lambda: [n for n, t in k8s.ps().items() if t["labels"].get("pod") == "survivor"], 30,
+                          step=0.3, what="the tenant")[0]
         p = k8s.script("restart-agent", 120)
         assert p.returncode == 0, p.stderr
         tenants = k8s.ps()
@@ -277,7 +271,7 @@ def test_the_agent_killed_and_restarted_keeps_the_pods_limits_and_still_cleans_u
         assert line["allocated_bytes"] == 5 * GIB, line  # 6 GiB less the 1 GiB the first process holds
     finally:
         k8s.delete("survivor")
-    wait_until(lambda: name not in k8s.ps(), 30, "the restarted agent to unprepare the claim")
+    wait_for(lambda: name not in k8s.ps(), 30, step=0.3, what="the restarted agent to unprepare the claim")
     assert not list((k8s.dir / "gpuslice" / "k8s" / "claims").iterdir())
 
 
@@ -290,16 +284,16 @@ def test_bad_claims_get_a_one_line_reason_and_leave_the_others_alone(k8s):
         k8s.apply(claim_template("t200", "200Gi") + "---\n" +
                   claim_template("tparam", "1Gi", params={"sharing": "timeslice"}))
         k8s.apply(pod("too-big", "t200", hold("1Gi")) + "---\n" + pod("bad-param", "tparam", hold("1Gi")))
-        big = wait_until(lambda: [m for r, m in k8s.events("too-big") if r == "FailedScheduling"], 60, "too-big")
+        big = wait_for(lambda: [m for r, m in k8s.events("too-big") if r == "FailedScheduling"], 60, step=0.3, what="too-big")
         assert "cannot allocate all claims" in big[0] and "\n" not in big[0], big
-        bad = wait_until(lambda: [m for r, m in k8s.events("bad-param") if r == "FailedPrepareDynamicResources"],
-                         60, "bad-param's preparation to fail")
+        bad = wait_for(lambda: [m for r, m in k8s.events("bad-param") if r == "FailedPrepareDynamicResources"],
+                         60, step=0.3, what="bad-param's preparation to fail")
         assert 'unknown field "sharing"' in bad[0] and "(known: computePolicy, priority)" in bad[0], bad
         # A negative capacity passes the API server's validation; the scheduler refuses it (the
         # driver would too: test ShareOf in integrations/k8s/agent), and the pod's events say why.
         k8s.apply(claim_template("tneg", "-1Gi"))
         k8s.apply(pod("negative", "tneg", hold("1Gi")))
-        neg = wait_until(lambda: [m for r, m in k8s.events("negative") if r == "FailedScheduling"], 60, "negative")
+        neg = wait_for(lambda: [m for r, m in k8s.events("negative") if r == "FailedScheduling"], 60, step=0.3, what="negative")
         assert 'capacity "memory": capacity value is negative' in neg[0] and "\n" not in neg[0], neg
         assert k8s.phase("negative") == "Pending"
         # Not a number: the API server refuses the claim at once, in one line naming it.
@@ -386,14 +380,14 @@ def test_device_plugin_holds_a_pod_to_its_vram_labels_it_and_ends_its_tenant_wit
         info = json.loads(k8s.kubectl("exec", "dp-20", "--", str(WORKLOAD), "info").stdout.strip().splitlines()[-1])
         assert info["devices"][0]["ctx_total_bytes"] == 20 * GIB, info
         # Allocate is not told the pod; the plugin labels the tenant once kubelet lists it.
-        [t] = wait_until(lambda: [t for t in k8s.ps().values() if t["labels"].get("pod") == "dp-20"], 30,
-                         "the device plugin's tenant labelled with its pod")
+        [t] = wait_for(lambda: [t for t in k8s.ps().values() if t["labels"].get("pod") == "dp-20"], 30,
+                         step=0.3, what="the device plugin's tenant labelled with its pod")
         assert t["labels"] == {"resource": "gpuslice.io/vram", "namespace": "default", "pod": "dp-20",
                                "container": "work"}, t["labels"]
         assert t["limits"]["vram_bytes"] == 20 * GIB
     finally:
         k8s.delete("dp-20")
-    wait_until(lambda: t["name"] not in k8s.ps(), 90, "the device plugin to end the tenant of the ended pod")
+    wait_for(lambda: t["name"] not in k8s.ps(), 90, step=0.3, what="the device plugin to end the tenant of the ended pod")
 
 
 def test_device_plugin_pod_with_hamis_variable_is_held_to_it(device_plugin):

@@ -5,7 +5,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,5 +59,5 @@ func (n *Node) Remove(ctx context.Context, dir, tenant string) error {
 			return fmt.Errorf("tenant %s: %w", tenant, err)
 		}
 	}
-	return errors.Join(os.RemoveAll(dir))
+	return os.RemoveAll(dir)
 }
