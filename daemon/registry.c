@@ -41,9 +41,7 @@ static void tenant_free(struct tenant *t)
     gs_limits_close(t->limits_prev);
   if (t->ledger_fd >= 0)
     close(t->ledger_fd);
-  if (t->pidfd >= 0)
-    close(t->pidfd);
-  free(t->procs);
+  tenant_forget_procs(t);
   free(t);
 }
 
@@ -96,7 +94,7 @@ static struct tenant *tenant_new(const struct gs_ledger_copy *l, const char *dir
   snprintf(t->labels, sizeof(t->labels), "%s", l->labels);
   t->exit_status = -1;
   t->ledger_fd = -1;
-  t->pidfd = -1;
+  t->owner.pidfd = -1;
   return t;
 }
 
