@@ -115,6 +115,7 @@ static int start(struct daemon *d, gs_error_t *err)
   state_dir_note_socket(d);
   GS_LOG(GS_LOG_INFO, "serving on %s, metrics on %s; %d GPU(s), %d tenant(s) adopted",
          d->cfg.socket, d->cfg.metrics_listen, d->snap.ngpus, d->reg.n);
+  proc_watch_log();
   return 0;
 }
 

@@ -115,8 +115,10 @@ struct watched_proc {
 };
 
 /* Raises the soft open files limit to the hard one and sets how many pidfds watched processes
- * may hold (half the limit, less a reserve; 0 at 1024 or less). Logs the figure. */
+ * may hold (half the limit, less a reserve; 0 at 1024 or less). */
 void proc_watch_init(void);
+/* Logs that figure (info). */
+void proc_watch_log(void);
 int proc_watch_budget(void);
 /* The pidfds watched processes hold now. */
 int proc_watch_held(void);
@@ -180,6 +182,15 @@ struct registry {
   int n, cap;
   const char *state_dir;
   gid_t limits_gid; /* the group of the limits files: the admin group, else the daemon's */
+  /* The state dir's limits/ and tenants/ as last scanned for tenants to adopt (registry.c). */
+  struct registry_scan {
+    bool valid; /* nothing was left undecided, and the directory had been quiet for 1 s */
+    dev_t dev;
+    ino_t ino;
+    struct timespec mtime;
+    unsigned skipped;
+  } scanned[2];
+  bool changed; /* tenants came or went since the last scan */
 };
 
 /* Reads the tenant's ledger into buf (gs_ledger_read_fd: with pread, never mapped, owned by
@@ -189,9 +200,9 @@ int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf);
 /* True while the tenant's owner runs: a poll of a pidfd (proc_watch_alive), checked against
  * the owner's start time once when it is opened. */
 bool tenant_owner_alive(struct tenant *t);
-/* Adds the processes the ledger's live slots name to t->procs and drops those that ended. A
- * process once seen stays the tenant's until it ends, whatever its slot says later: the
- * tenant writes its slots. */
+/* Adds the processes the ledger's live slots name to t->procs (each watched by pidfd), first
+ * dropping those that ended when there is a new one. A process once seen stays the tenant's
+ * until it ends, whatever its slot says later: the tenant writes its slots. */
 void tenant_track_procs(struct tenant *t);
 /* How many of t->procs still run, not counting pid except. */
 int tenant_live_procs(struct tenant *t, pid_t except);
@@ -229,7 +240,9 @@ bool registry_same_tenant(struct registry *r, const struct tenant *t,
 /* Takes the tenant out: removes its limits file. The tenant is freed. */
 void registry_remove(struct registry *r, struct tenant *t);
 /* Adopts tenants the daemon does not know: its limits files left by an earlier run, and live
- * ledgers in its state dir. Returns how many were adopted. */
+ * ledgers in its state dir. A directory is read again only when it changed (its mtime), when
+ * tenants came or went, when an entry was left undecided (a ledger not yet written), and at
+ * every tenth call whatever. Returns how many were adopted. */
 int registry_adopt(struct registry *r, const uint64_t *gpu_totals, int ngpus);
 /* After the state dir was removed and made again (state-dir.c): writes each tenant's limits
  * file again, and gives each ledger that was in it its path back (registry-restore.c). */

@@ -57,8 +57,15 @@ void proc_watch_init(void)
              strerror(errno));
   }
   budget = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? budget_of(rl.rlim_cur) : 0;
-  GS_LOG(GS_LOG_INFO, "processes watched by pidfd: %d at most (open files limit %llu)%s", budget,
-         (unsigned long long) rl.rlim_cur, budget ? "" : "; through /proc instead");
+}
+
+void proc_watch_log(void)
+{
+  struct rlimit rl = { 0 };
+  getrlimit(RLIMIT_NOFILE, &rl);
+  GS_LOG(GS_LOG_INFO, "processes watched by pidfd: %d at most (open files limit %llu)%s",
+         current_budget(), (unsigned long long) rl.rlim_cur,
+         current_budget() ? "" : "; through /proc instead");
 }
 
 int proc_watch_budget(void)

@@ -60,16 +60,25 @@ static void add_proc(struct tenant *t, const struct gs_ledger_pid *p)
   t->procs[t->nprocs++] = w;
 }
 
+/* The processes that ended are dropped only when a new one comes (and by tenant_live_procs):
+ * an ended one left in t->procs is never taken for another, being (pid, start time), so a
+ * sample in which the slots name no new process costs no check at all. */
 void tenant_track_procs(struct tenant *t)
 {
   if (t->ledger_fd < 0)
     return;
-  t->nprocs = proc_watch_prune(t->procs, t->nprocs);
   _cleanup_free_ struct gs_ledger_pid *now = xmalloc(GS_LEDGER_MAX_PROCS * sizeof(*now));
   int n = gs_ledger_read_procs(t->ledger_fd, now, GS_LEDGER_MAX_PROCS, NULL);
-  for (int i = 0; i < n && t->nprocs < GS_LEDGER_MAX_PROCS; i++)
-    if (!known(t, &now[i]))
+  bool pruned = false;
+  for (int i = 0; i < n; i++) {
+    if (known(t, &now[i]))
+      continue;
+    if (!pruned)
+      t->nprocs = proc_watch_prune(t->procs, t->nprocs);
+    pruned = true;
+    if (t->nprocs < GS_LEDGER_MAX_PROCS)
       add_proc(t, &now[i]);
+  }
 }
 
 int tenant_live_procs(struct tenant *t, pid_t except)
