@@ -123,7 +123,8 @@ int proc_watch_budget(void);
 /* The pidfds watched processes hold now. */
 int proc_watch_held(void);
 /* Starts watching (pid, start_time): true when that process runs now, w filled (a pidfd when
- * one can be had); false when it has ended or pid is another process, w holding nothing. */
+ * one can be had); false when it has ended or pid is another process, w holding nothing. With
+ * no descriptor to read /proc with either (EMFILE), it counts as running until /proc can tell. */
 bool proc_watch_open(struct watched_proc *w, pid_t pid, uint64_t start_time);
 /* True while the process runs: a poll of its pidfd, else a read of /proc. */
 bool proc_watch_alive(const struct watched_proc *w);

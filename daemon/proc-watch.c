@@ -6,7 +6,8 @@
  * as gs_proc_alive counts a zombie as ended.
  *
  * Where no pidfd can be had (no pidfd_open, EMFILE, the budget below spent) a process is
- * watched as before, by reading /proc at each check (gs_proc_alive). The budget: the daemon
+ * watched as before, by reading /proc at each check (gs_proc_alive); one that cannot be read
+ * either, for want of a descriptor, counts as running until it can. The budget: the daemon
  * raises its soft RLIMIT_NOFILE to the hard limit at start and lets watched processes hold at
  * most half of it, less a reserve, so that a tenant starting many processes cannot take from
  * the API and metrics servers, the ledgers and SQLite the descriptors they need. Not here: which
@@ -78,6 +79,17 @@ int proc_watch_held(void)
   return held;
 }
 
+/* gs_proc_alive, except that a /proc the daemon cannot read for want of a descriptor (EMFILE,
+ * ENFILE) cannot tell, and then the process counts as running: the daemon's hold on a tenant
+ * must not end on a shortage of descriptors. It is asked again at the next check. */
+static bool alive_by_proc(pid_t pid, uint64_t start_time)
+{
+  errno = 0;
+  if (gs_proc_alive(pid, start_time))
+    return true;
+  return errno == EMFILE || errno == ENFILE;
+}
+
 /* A pidfd for pid, or -1 when none can be had (then /proc is read instead), or -2 when pid is
  * gone. */
 static int open_pidfd(pid_t pid)
@@ -111,7 +123,7 @@ bool proc_watch_open(struct watched_proc *w, pid_t pid, uint64_t start_time)
     return false;
   w->pidfd = fd;
   /* Checked after the open: a match now means the pidfd is the process of (pid, start_time). */
-  if (!gs_proc_alive(pid, start_time)) {
+  if (!alive_by_proc(pid, start_time)) {
     proc_watch_close(w);
     return false;
   }
@@ -121,11 +133,11 @@ bool proc_watch_open(struct watched_proc *w, pid_t pid, uint64_t start_time)
 bool proc_watch_alive(const struct watched_proc *w)
 {
   if (w->pidfd < 0)
-    return gs_proc_alive(w->pid, w->start_time);
+    return alive_by_proc(w->pid, w->start_time);
   struct pollfd p = { .fd = w->pidfd, .events = POLLIN };
   /* An error of poll itself (EINTR, ENOMEM) says nothing: ask /proc. */
   int r = poll(&p, 1, 0);
-  return r == 0 || (r < 0 && gs_proc_alive(w->pid, w->start_time));
+  return r == 0 || (r < 0 && alive_by_proc(w->pid, w->start_time));
 }
 
 /* Polls v[0..n) (n <= PRUNE_CHUNK) in one call; ended[i] tells which have exited. */
@@ -139,7 +151,7 @@ static void poll_chunk(const struct watched_proc *v, int n, bool *ended)
   bool polled = np == 0 || poll(p, (nfds_t) np, 0) >= 0;
   for (int i = 0, k = 0; i < n; i++) {
     if (v[i].pidfd < 0 || !polled)
-      ended[i] = !gs_proc_alive(v[i].pid, v[i].start_time);
+      ended[i] = !alive_by_proc(v[i].pid, v[i].start_time);
     else
       ended[i] = p[k].revents != 0;
     k += v[i].pidfd >= 0;
