@@ -115,7 +115,7 @@ struct watched_proc {
 };
 
 /* Raises the soft open files limit to the hard one and sets how many pidfds watched processes
- * may hold (half the limit, less a reserve; 0 at 1024 or less). */
+ * may hold: half of what a reserve of 1024 leaves (none at 1024 or less). */
 void proc_watch_init(void);
 /* Logs that figure (info). */
 void proc_watch_log(void);

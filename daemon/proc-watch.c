@@ -9,7 +9,7 @@
  * watched as before, by reading /proc at each check (gs_proc_alive); one that cannot be read
  * either, for want of a descriptor, counts as running until it can. The budget: the daemon
  * raises its soft RLIMIT_NOFILE to the hard limit at start and lets watched processes hold at
- * most half of it, less a reserve, so that a tenant starting many processes cannot take from
+ * most half of what a reserve leaves of it, so that a tenant starting many processes cannot take from
  * the API and metrics servers, the ledgers and SQLite the descriptors they need. Not here: which
  * processes are watched (tenant-read.c, verifier.c). */
 #include "daemon.h"
@@ -35,7 +35,7 @@ static int budget_of(rlim_t soft)
 {
   if (soft == RLIM_INFINITY || soft > (rlim_t) 1 << 30)
     soft = (rlim_t) 1 << 30;
-  long b = (long) soft / 2 - WATCH_RESERVE / 2;
+  long b = ((long) soft - WATCH_RESERVE) / 2;
   return b > 0 ? (int) b : 0;
 }
 
