@@ -91,6 +91,7 @@ static int start(struct daemon *d, gs_error_t *err)
 {
   d->health.started_mono = daemon_now_mono();
   d->health.started_unix = daemon_now_unix();
+  proc_watch_init();
   if (load_fields(d, err) < 0 || nvml_open(&d->nvml, err) < 0)
     return -1;
   /* NVML is asked only for what /metrics serves (a counters file of 7 fields costs 7 fields). */
@@ -114,6 +115,7 @@ static int start(struct daemon *d, gs_error_t *err)
   state_dir_note_socket(d);
   GS_LOG(GS_LOG_INFO, "serving on %s, metrics on %s; %d GPU(s), %d tenant(s) adopted",
          d->cfg.socket, d->cfg.metrics_listen, d->snap.ngpus, d->reg.n);
+  proc_watch_log();
   return 0;
 }
 

@@ -7,6 +7,7 @@
  *   gpu-nvml.c      NVML loaded at run time: discovery and per-GPU samples
  *   registry.c      the tenants: registering, adopting, limits files, ending
  *   tenant-read.c   sampling a tenant's ledger (lib's reader calls), mirroring limits, its owner's end
+ *   proc-watch.c    noticing that a known process has ended: a pidfd polled, else /proc
  *   sampler.c       one sample: the node snapshot and the usage database's interval rows
  *   verifier.c      checks NVML's per-process accounting against the limits (verify.c: the
  *                   pure rules), records violations and acts on them
@@ -106,6 +107,35 @@ int nvml_processes(struct nvml *n, int index, struct verify_proc *out, int cap);
 /* Fills the sm_pct of p[] from NVML's per-process utilization since the last call. */
 void nvml_process_util(struct nvml *n, int index, struct verify_proc *p, int np);
 
+/* ---- watched processes (proc-watch.c) ---- */
+
+/* A process the daemon knows, as (pid, start time), with a pidfd when one could be had. */
+struct watched_proc {
+  pid_t pid;
+  uint64_t start_time;
+  int pidfd; /* -1: watched by reading /proc */
+};
+
+/* Raises the soft open files limit to the hard one and sets how many pidfds watched processes
+ * may hold: half of what a reserve of 1024 leaves (none at 1024 or less). */
+void proc_watch_init(void);
+/* Logs that figure (info). */
+void proc_watch_log(void);
+int proc_watch_budget(void);
+/* The pidfds watched processes hold now. */
+int proc_watch_held(void);
+/* Starts watching (pid, start_time): true when that process runs now, w filled (a pidfd when
+ * one can be had); false when it has ended or pid is another process, w holding nothing. With
+ * no descriptor to read /proc with either (EMFILE), it counts as running until /proc can tell. */
+bool proc_watch_open(struct watched_proc *w, pid_t pid, uint64_t start_time);
+/* True while the process runs: a poll of its pidfd, else a read of /proc. */
+bool proc_watch_alive(const struct watched_proc *w);
+/* Closes what w holds. */
+void proc_watch_close(struct watched_proc *w);
+/* Drops (and closes) the processes of v[0..n) that have ended, keeping the order of the
+ * others; one poll per 64 pidfds. Returns how many are left. */
+int proc_watch_prune(struct watched_proc *v, int n);
+
 /* ---- tenants (registry.c, tenant-read.c) ---- */
 
 /* One GPU of a tenant, as last sampled from its ledger. */
@@ -142,10 +172,12 @@ struct tenant {
   double last_end; /* end of its last interval row, unix seconds; 0: none yet */
   bool sampled;    /* gpu[] holds a reading */
   int ledger_fd;   /* the ledger, kept open for sampling; -1 until first read */
-  int pidfd;       /* the owner, to notice its end without reading /proc; -1 until known */
-  struct gs_ledger_pid
-    *procs; /* the tenant's processes the daemon has seen live (tenant_track_procs) */
-  int nprocs;
+  /* The owner, to notice its end without reading /proc; watched from the first sample. */
+  struct watched_proc owner;
+  enum { OWNER_UNWATCHED, OWNER_WATCHED, OWNER_ENDED } owner_state;
+  /* The tenant's processes the daemon has seen live (tenant_track_procs). */
+  struct watched_proc *procs;
+  int nprocs, procs_cap;
   struct tenant_gpu gpu[GS_LEDGER_MAX_GPUS];
 };
 
@@ -154,21 +186,32 @@ struct registry {
   int n, cap;
   const char *state_dir;
   gid_t limits_gid; /* the group of the limits files: the admin group, else the daemon's */
+  /* The state dir's limits/ and tenants/ as last scanned for tenants to adopt (registry.c). */
+  struct registry_scan {
+    bool valid; /* nothing was left undecided, and the directory had been quiet for 1 s */
+    dev_t dev;
+    ino_t ino;
+    struct timespec mtime;
+    unsigned skipped;
+  } scanned[2];
+  bool changed; /* tenants came or went since the last scan */
 };
 
 /* Reads the tenant's ledger into buf (gs_ledger_read_fd: with pread, never mapped, owned by
  * t->uid) through t->ledger_fd, opened at the first call: sampling costs one pread per
  * tenant, not a path lookup. Returns 0, or -1. */
 int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf);
-/* True while the tenant's owner runs: a poll of a pidfd, checked against the owner's start
- * time once when it is opened. */
+/* True while the tenant's owner runs: a poll of a pidfd (proc_watch_alive), checked against
+ * the owner's start time once when it is opened. */
 bool tenant_owner_alive(struct tenant *t);
-/* Adds the processes the ledger's live slots name to t->procs and drops those that ended. A
- * process once seen stays the tenant's until it ends, whatever its slot says later: the
- * tenant writes its slots. */
+/* Adds the processes the ledger's live slots name to t->procs (each watched by pidfd), first
+ * dropping those that ended when there is a new one. A process once seen stays the tenant's
+ * until it ends, whatever its slot says later: the tenant writes its slots. */
 void tenant_track_procs(struct tenant *t);
 /* How many of t->procs still run, not counting pid except. */
 int tenant_live_procs(struct tenant *t, pid_t except);
+/* Stops watching the tenant's owner and processes (what they hold is closed). */
+void tenant_forget_procs(struct tenant *t);
 /* Writes the limits of lim into the tenant's ledger too, for processes that started before the
  * daemon wrote the limits file. Best effort: a ledger the daemon cannot write is left alone. */
 void tenant_mirror_limits(const struct tenant *t);
@@ -202,7 +245,9 @@ bool registry_same_tenant(struct registry *r, const struct tenant *t,
 /* Takes the tenant out: removes its limits file. The tenant is freed. */
 void registry_remove(struct registry *r, struct tenant *t);
 /* Adopts tenants the daemon does not know: its limits files left by an earlier run, and live
- * ledgers in its state dir. Returns how many were adopted. */
+ * ledgers in its state dir. A directory is read again only when it changed (its mtime), when
+ * tenants came or went, when an entry was left undecided (a ledger not yet written), and at
+ * every tenth call whatever. Returns how many were adopted. */
 int registry_adopt(struct registry *r, const uint64_t *gpu_totals, int ngpus);
 /* After the state dir was removed and made again (state-dir.c): writes each tenant's limits
  * file again, and gives each ledger that was in it its path back (registry-restore.c). */
@@ -321,9 +366,12 @@ struct daemon {
   struct verify_proc *vprocs; /* the verifier's buffers, kept between samples */
   struct verify_root *vroots;
   int vroots_cap;
-  struct verify_known *vknown; /* verdicts from the ledgers' slots, valid while vknown_sig holds */
-  int nknown;
-  uint64_t vknown_sig;
+  /* The processes NVML reported, watched, with their tenants (verifier-seen.c): sorted by pid
+   * up to nseen_sorted, the ones new in this sample after. Verdicts hold while vseen_sig does. */
+  struct verify_seen *vseen;
+  int nseen, nseen_sorted, seen_cap;
+  uint64_t vseen_sig;
+  uint64_t vsample;         /* the verifier's runs, counted */
   uint64_t verify_ns_total; /* time the verifier took, all in all */
 };
 
@@ -341,6 +389,28 @@ int sampler_run(struct daemon *d);
 void sampler_release(struct daemon *d);
 /* Ends a tenant: a last interval row, its end in the usage ledger, then out of the registry. */
 void sampler_end_tenant(struct daemon *d, struct tenant *t, int exit_status);
+
+/* verifier-seen.c: the processes the verifier has seen NVML report. A process's ancestors can
+ * drop out of its chain (reparented when a parent ends) but never join it, so the tenant once
+ * found for a process stays true of where it came from: it is found again only when tenants
+ * come or go (verify_seen_forget_verdicts). */
+#define VERIFY_UNKNOWN (-2)
+struct verify_seen {
+  struct watched_proc w;
+  int tenant;      /* -1: none; VERIFY_UNKNOWN: to be found */
+  uint64_t sample; /* the last run (d->vsample) NVML reported it in */
+};
+/* The entry of pid, whatever process it was, or NULL. */
+const struct verify_seen *verify_seen_find(const struct daemon *d, pid_t pid);
+/* The process that is pid now: its entry when it is the process seen before (its pidfd says it
+ * runs), else a new one, its verdict VERIFY_UNKNOWN; NULL when pid runs no process (a zombie
+ * included). Marks it seen in this run. */
+struct verify_seen *verify_seen_get(struct daemon *d, pid_t pid);
+/* Every verdict to be found again; the processes stay watched. */
+void verify_seen_forget_verdicts(struct daemon *d);
+/* At the end of a run: stops watching the processes NVML did not report in it. */
+void verify_seen_sweep(struct daemon *d);
+void verify_seen_release(struct daemon *d);
 
 /* verifier.c */
 /* Checks NVML's per-process accounting against every tenant's limits: violations into the

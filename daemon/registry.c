@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The limits files' group: admins read them; a daemon without such a group keeps its own. */
@@ -41,9 +43,7 @@ static void tenant_free(struct tenant *t)
     gs_limits_close(t->limits_prev);
   if (t->ledger_fd >= 0)
     close(t->ledger_fd);
-  if (t->pidfd >= 0)
-    close(t->pidfd);
-  free(t->procs);
+  tenant_forget_procs(t);
   free(t);
 }
 
@@ -70,6 +70,7 @@ static void append(struct registry *r, struct tenant *t)
     r->v = xrealloc(r->v, (size_t) r->cap * sizeof(*r->v));
   }
   r->v[r->n++] = t;
+  r->changed = true;
 }
 
 static void user_name(uid_t uid, char *buf, size_t len)
@@ -96,7 +97,7 @@ static struct tenant *tenant_new(const struct gs_ledger_copy *l, const char *dir
   snprintf(t->labels, sizeof(t->labels), "%s", l->labels);
   t->exit_status = -1;
   t->ledger_fd = -1;
-  t->pidfd = -1;
+  t->owner.pidfd = -1;
   return t;
 }
 
@@ -216,6 +217,7 @@ void registry_remove(struct registry *r, struct tenant *t)
       continue;
     memmove(&r->v[i], &r->v[i + 1], (size_t) (r->n - i - 1) * sizeof(*r->v));
     r->n--;
+    r->changed = true;
     break;
   }
   if (gs_limits_remove(r->state_dir, t->name, &err) < 0) {
@@ -247,7 +249,8 @@ static void upgrade_limits_file(struct registry *r, const char *name)
 }
 
 /* A limits file left by an earlier run of the daemon: its tenant comes back with the limits
- * the file holds, or the file goes when the tenant has ended. */
+ * the file holds, or the file goes when the tenant has ended. Returns 1 when adopted, 0 when
+ * not, -1 when it could not tell (scan). */
 static int adopt_limits_file(struct registry *r, const char *name)
 {
   struct gs_limits *lim = NULL;
@@ -258,7 +261,7 @@ static int adopt_limits_file(struct registry *r, const char *name)
   upgrade_limits_file(r, name);
   if (gs_limits_open(r->state_dir, name, true, &lim, &err) < 0) {
     gs_error_release(&err);
-    return 0;
+    return -1;
   }
   bool held = lim->flags & GS_LIMITS_HELD;
   bool live = gs_ledger_read_copy(lim->ledger_dir, name, lim->uid, &l, &err) == 0 &&
@@ -279,15 +282,18 @@ static int adopt_limits_file(struct registry *r, const char *name)
   return 1;
 }
 
-/* A live ledger in the state dir that the daemon does not know. */
+/* A live ledger in the state dir that the daemon does not know: 1 adopted, 0 not, -1 when it
+ * could not tell. */
 static int adopt_ledger(struct registry *r, const char *name, const uint64_t *totals, int ngpus)
 {
   struct gs_ledger_copy l;
   struct gs_limits init;
   gs_error_t err = NULL;
-  if (registry_find(r, name) || gs_ledger_read_copy(r->state_dir, name, (uid_t) -1, &l, &err) < 0) {
-    gs_error_release(&err);
+  if (registry_find(r, name))
     return 0;
+  if (gs_ledger_read_copy(r->state_dir, name, (uid_t) -1, &l, &err) < 0) {
+    gs_error_release(&err);
+    return -1; /* perhaps not written yet */
   }
   if (!gs_proc_alive(l.owner_pid, l.owner_start_time))
     return 0;
@@ -301,27 +307,60 @@ static int adopt_ledger(struct registry *r, const char *name, const uint64_t *to
     GS_LOG(GS_LOG_WARN, "tenant '%s': %s", name, err->msg);
     gs_error_release(&err);
     tenant_free(t);
-    return 0;
+    return -1;
   }
   append(r, t);
   GS_LOG(GS_LOG_INFO, "tenant '%s': adopted from its ledger", name);
   return 1;
 }
 
-static int scan(struct registry *r, const char *sub,
+/* True when the directory st is has not changed since m's scan, which left nothing undecided:
+ * then reading it again finds nothing new. Every tenth time it is read again whatever. */
+static bool scan_unchanged(struct registry_scan *m, const struct stat *st)
+{
+  return m->valid && m->dev == st->st_dev && m->ino == st->st_ino &&
+    m->mtime.tv_sec == st->st_mtim.tv_sec && m->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+    ++m->skipped % 10 != 0;
+}
+
+/* After a scan that left nothing undecided: remembers the directory as it was before the
+ * read, unless it changed in the last second (file times come from a coarse clock, so a change
+ * just after the read could leave the same mtime). */
+static void scan_mark(struct registry_scan *m, const struct stat *st, bool decided)
+{
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  *m = (struct registry_scan){ .dev = st->st_dev, .ino = st->st_ino, .mtime = st->st_mtim };
+  m->valid = decided && st->st_mtim.tv_sec + 1 < now.tv_sec;
+}
+
+static int scan(struct registry *r, struct registry_scan *m, const char *sub,
                 int (*fn)(struct registry *, const char *, const uint64_t *, int),
                 const uint64_t *totals, int ngpus)
 {
   char path[4096];
+  struct stat st;
   int n = 0;
+  bool decided = true;
   snprintf(path, sizeof(path), "%s/%s", r->state_dir, sub);
+  if (stat(path, &st) < 0) {
+    m->valid = false;
+    return 0;
+  }
+  if (scan_unchanged(m, &st))
+    return 0;
   DIR *d = opendir(path);
   if (!d)
     return 0;
-  for (struct dirent *e; (e = readdir(d));)
-    if (e->d_name[0] != '.' && gs_ledger_name_valid(e->d_name))
-      n += fn(r, e->d_name, totals, ngpus);
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.' || !gs_ledger_name_valid(e->d_name))
+      continue;
+    int rc = fn(r, e->d_name, totals, ngpus);
+    n += rc > 0;
+    decided &= rc >= 0;
+  }
   closedir(d);
+  scan_mark(m, &st, decided);
   return n;
 }
 
@@ -335,8 +374,13 @@ static int adopt_limits_file_fn(struct registry *r, const char *name, const uint
 
 int registry_adopt(struct registry *r, const uint64_t *gpu_totals, int ngpus)
 {
-  return scan(r, "limits", adopt_limits_file_fn, gpu_totals, ngpus) +
-    scan(r, "tenants", adopt_ledger, gpu_totals, ngpus);
+  if (r->changed) /* a tenant gone may leave a ledger to adopt again */
+    r->scanned[0].valid = r->scanned[1].valid = false;
+  r->changed = false;
+  int n = scan(r, &r->scanned[0], "limits", adopt_limits_file_fn, gpu_totals, ngpus) +
+    scan(r, &r->scanned[1], "tenants", adopt_ledger, gpu_totals, ngpus);
+  r->changed = false; /* its own adoptions are known */
+  return n;
 }
 
 static void limits_changed(struct tenant *t)

@@ -1,14 +1,12 @@
 /* The daemon's side of a tenant's ledger and of its owner: sampling the ledger through a
  * descriptor kept open, mirroring the daemon's limits into it, and noticing when the owner
  * ends, and the processes it has seen in the ledger's slots, which keep it alive until they
- * end. How a ledger is read without mapping it (the tenant may truncate it at any time),
- * its path, header check and layout, all belong to lib/ (gs-ledger.h). */
+ * end (each watched by pidfd, proc-watch.c). How a ledger is read without mapping it (the
+ * tenant may truncate it at any time), its path, header check and layout, all belong to lib/
+ * (gs-ledger.h). */
 #include "daemon.h"
 
-#include <poll.h>
 #include <stdlib.h>
-#include <sys/pidfd.h>
-#include <unistd.h>
 
 void tenant_mirror_limits(const struct tenant *t)
 {
@@ -34,14 +32,14 @@ bool tenant_owner_alive(struct tenant *t)
 {
   if (t->held)
     return true; /* only a DELETE ends a held tenant */
-  if (t->pidfd < 0) {
-    /* Opened first, then checked: if the start time matches now, the pidfd is that process. */
-    t->pidfd = pidfd_open(t->owner_pid, 0);
-    if (t->pidfd < 0 || !gs_proc_alive(t->owner_pid, t->owner_start_time))
-      return false;
+  if (t->owner_state == OWNER_UNWATCHED)
+    t->owner_state =
+      proc_watch_open(&t->owner, t->owner_pid, t->owner_start_time) ? OWNER_WATCHED : OWNER_ENDED;
+  if (t->owner_state == OWNER_WATCHED && !proc_watch_alive(&t->owner)) {
+    proc_watch_close(&t->owner);
+    t->owner_state = OWNER_ENDED; /* a process does not come back: never asked again */
   }
-  struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
-  return poll(&p, 1, 0) == 0;
+  return t->owner_state == OWNER_WATCHED;
 }
 
 static bool known(const struct tenant *t, const struct gs_ledger_pid *p)
@@ -52,35 +50,54 @@ static bool known(const struct tenant *t, const struct gs_ledger_pid *p)
   return false;
 }
 
-static void prune_ended(struct tenant *t)
+static void add_proc(struct tenant *t, const struct gs_ledger_pid *p)
 {
-  int n = 0;
-  for (int i = 0; i < t->nprocs; i++)
-    if (gs_proc_alive(t->procs[i].pid, t->procs[i].start_time))
-      t->procs[n++] = t->procs[i];
-  t->nprocs = n;
+  struct watched_proc w;
+  if (!proc_watch_open(&w, p->pid, p->start_time))
+    return; /* not running (the slot's word is checked, never taken) */
+  if (t->nprocs == t->procs_cap) {
+    t->procs_cap = t->procs_cap ? 2 * t->procs_cap : 4;
+    t->procs = xrealloc(t->procs, (size_t) t->procs_cap * sizeof(*t->procs));
+  }
+  t->procs[t->nprocs++] = w;
 }
 
+/* The processes that ended are dropped only when a new one comes (and by tenant_live_procs):
+ * an ended one left in t->procs is never taken for another, being (pid, start time), so a
+ * sample in which the slots name no new process costs no check at all. */
 void tenant_track_procs(struct tenant *t)
 {
   if (t->ledger_fd < 0)
     return;
-  if (!t->procs)
-    t->procs = xcalloc(GS_LEDGER_MAX_PROCS, sizeof(*t->procs));
-  prune_ended(t);
-  struct gs_ledger_pid *now = xcalloc(GS_LEDGER_MAX_PROCS, sizeof(*now));
+  _cleanup_free_ struct gs_ledger_pid *now = xmalloc(GS_LEDGER_MAX_PROCS * sizeof(*now));
   int n = gs_ledger_read_procs(t->ledger_fd, now, GS_LEDGER_MAX_PROCS, NULL);
-  for (int i = 0; i < n && t->nprocs < GS_LEDGER_MAX_PROCS; i++)
-    if (!known(t, &now[i]) && gs_proc_alive(now[i].pid, now[i].start_time))
-      t->procs[t->nprocs++] = now[i];
-  free(now);
+  bool pruned = false;
+  for (int i = 0; i < n; i++) {
+    if (known(t, &now[i]))
+      continue;
+    if (!pruned)
+      t->nprocs = proc_watch_prune(t->procs, t->nprocs);
+    pruned = true;
+    if (t->nprocs < GS_LEDGER_MAX_PROCS)
+      add_proc(t, &now[i]);
+  }
 }
 
 int tenant_live_procs(struct tenant *t, pid_t except)
 {
   int n = 0;
-  prune_ended(t);
+  t->nprocs = proc_watch_prune(t->procs, t->nprocs);
   for (int i = 0; i < t->nprocs; i++)
     n += t->procs[i].pid != except;
   return n;
+}
+
+void tenant_forget_procs(struct tenant *t)
+{
+  for (int i = 0; i < t->nprocs; i++)
+    proc_watch_close(&t->procs[i]);
+  free(t->procs);
+  t->procs = NULL;
+  t->nprocs = t->procs_cap = 0;
+  proc_watch_close(&t->owner);
 }

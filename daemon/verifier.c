@@ -7,7 +7,9 @@
  * the usage ledger,
  * shown in the snapshot, and acted on (violation_action) at every interval it lasts.
  * The rules themselves are verify.c's; this file reads NVML and /proc and acts. /proc is
- * read only for the processes NVML reports, and their ancestors up to a tenant's owner. */
+ * read only for the processes NVML reports, and their ancestors up to a tenant's owner, and
+ * only when a process is new or tenants came or went: the processes seen are watched by pidfd
+ * with their verdicts (verifier-seen.c). */
 #include "daemon.h"
 
 #include <errno.h>
@@ -34,10 +36,12 @@ static uint64_t mono_ns(void)
   return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
 }
 
-/* The parent lookup verify_tenant_of walks with; it keeps the start time of the first
- * process asked about, the one NVML reported. */
+/* The parent lookup verify_tenant_of walks with. A parent starts no later than its child, so an
+ * ancestor that started after the process below it is a reused pid, not its parent: the walk
+ * stops there, as at a process that is gone. The first process asked about must be the one
+ * NVML reported, as the verifier saw it (start). */
 struct walk {
-  uint64_t first_start;
+  uint64_t start;
   bool asked;
 };
 
@@ -47,13 +51,15 @@ static int proc_parent(pid_t pid, pid_t *ppid, void *data)
   uint64_t start;
   if (gs_proc_parent(pid, ppid, &start) < 0)
     return -1;
-  if (!w->asked)
-    w->first_start = start;
+  if (w->asked ? start > w->start : start != w->start)
+    return -1;
+  w->start = start;
   w->asked = true;
   return 0;
 }
 
-/* Every live tenant's owner, sorted: the roots of the process trees. */
+/* Every live tenant's owner, sorted: the roots of the process trees. An owner that has ended is
+ * none: its pid may be another process's now, and its children have been reparented anyway. */
 static int build_roots(struct daemon *d)
 {
   if (d->vroots_cap < d->reg.n) {
@@ -61,28 +67,22 @@ static int build_roots(struct daemon *d)
     d->vroots = xrealloc(d->vroots, (size_t) d->vroots_cap * sizeof(*d->vroots));
   }
   int n = 0;
-  for (int i = 0; i < d->reg.n; i++)
-    if (!d->reg.v[i]->exited && d->reg.v[i]->owner_pid > 1)
-      d->vroots[n++] = (struct verify_root){ .pid = d->reg.v[i]->owner_pid, .tenant = i };
+  for (int i = 0; i < d->reg.n; i++) {
+    const struct tenant *t = d->reg.v[i];
+    if (!t->exited && t->owner_pid > 1 && t->owner_state != OWNER_ENDED)
+      d->vroots[n++] = (struct verify_root){ .pid = t->owner_pid, .tenant = i };
+  }
   verify_roots_sort(d->vroots, n);
   return n;
 }
 
-/* Changes whenever a tenant comes or goes, so that the slot verdicts (tenant indices) are redone. */
+/* Changes whenever a tenant comes or goes, so that the verdicts (tenant indices) are redone. */
 static uint64_t registry_sig(const struct daemon *d)
 {
   uint64_t sig = (uint64_t) d->reg.n * 0x9e3779b97f4a7c15ULL;
   for (int i = 0; i < d->reg.n; i++)
     sig = (sig ^ (d->reg.v[i]->created_unix_ns + (uint64_t) i)) * 0x100000001b3ULL;
   return sig;
-}
-
-static int known_find(const struct daemon *d, const struct verify_proc *p)
-{
-  for (int i = 0; i < d->nknown; i++)
-    if (d->vknown[i].pid == p->pid && d->vknown[i].start_time == p->start_time)
-      return d->vknown[i].tenant;
-  return -2;
 }
 
 /* True when the process runs as uid: /proc/PID belongs to its real owner. */
@@ -94,8 +94,8 @@ static bool runs_as(pid_t pid, uid_t uid)
   return stat(path, &st) == 0 && st.st_uid == uid;
 }
 
-/* Every live slot of every tenant's ledger, read at most once per GPU and sample, and only when
- * a process not seen before is left out by ancestry. */
+/* Every live slot of every tenant's ledger, read at most once per sample, and only when a
+ * process not seen before is left out by ancestry. */
 struct slot_table {
   bool read;
   int n;
@@ -137,44 +137,47 @@ static int slot_owner(struct daemon *d, struct slot_table *st, const struct veri
   return -1;
 }
 
-/* Places the processes ancestry left out by the ledgers' slots, through the verdicts kept from
- * the last sample; keeps this sample's verdicts for the next. */
-static void attribute_by_slots(struct daemon *d, struct verify_proc *p, int np,
-                               struct verify_known *next, int *nnext)
+/* The tenant of p, found from /proc: its ancestry, else the ledgers' slots. */
+static int find_tenant(struct daemon *d, struct slot_table *st, const struct verify_proc *p,
+                       int nroots)
 {
-  struct slot_table st = { 0 };
-  for (int i = 0; i < np; i++) {
-    if (p[i].tenant >= 0 || *nnext >= VERIFY_PROCS_MAX)
-      continue;
-    int t = known_find(d, &p[i]);
-    p[i].tenant = t >= -1 ? t : slot_owner(d, &st, &p[i]);
-    next[(*nnext)++] = (struct verify_known){ .pid = p[i].pid,
-                                              .start_time = p[i].start_time,
-                                              .tenant = p[i].tenant };
-  }
-  free(st.v);
+  struct walk w = { .start = p->start_time };
+  int t = verify_tenant_of(p->pid, d->vroots, nroots, proc_parent, &w);
+  return t >= 0 ? t : slot_owner(d, st, p);
 }
 
+/* Places each process NVML reported: the verdict kept for it while it is the same process and
+ * no tenant came or went, else one found again. */
 static void attribute(struct daemon *d, struct verify_proc *p, int np, int nroots,
-                      struct verify_known *next, int *nnext)
+                      struct slot_table *st)
 {
   for (int i = 0; i < np; i++) {
-    struct walk w = { 0 };
-    p[i].tenant = verify_tenant_of(p[i].pid, d->vroots, nroots, proc_parent, &w);
-    p[i].start_time = w.asked ? w.first_start : gs_proc_start_time(p[i].pid);
+    struct verify_seen *s = verify_seen_get(d, p[i].pid);
+    p[i].start_time = s ? s->w.start_time : 0;
+    if (!s) {
+      p[i].tenant = -1; /* ended, or a zombie: it holds no GPU context any more */
+      continue;
+    }
+    if (s->tenant == VERIFY_UNKNOWN)
+      s->tenant = find_tenant(d, st, &p[i], nroots);
+    p[i].tenant = s->tenant;
   }
-  attribute_by_slots(d, p, np, next, nnext);
 }
 
-/* Signals (pid, start time) through a pidfd, so that a reused pid is never hit. */
-static void signal_proc(const struct verify_proc *p, int sig)
+/* Signals (pid, start time) through a pidfd, so that a reused pid is never hit: the one the
+ * verifier watches it with, else one opened and checked now. */
+static void signal_proc(const struct daemon *d, const struct verify_proc *p, int sig)
 {
-  int fd = pidfd_open(p->pid, 0);
+  const struct verify_seen *s = verify_seen_find(d, p->pid);
+  bool watched = s && s->w.pidfd >= 0 && s->w.start_time == p->start_time;
+  int fd = watched ? s->w.pidfd : pidfd_open(p->pid, 0);
   if (fd < 0)
     return;
-  if (gs_proc_alive(p->pid, p->start_time) && syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) < 0)
+  if ((watched || gs_proc_alive(p->pid, p->start_time)) &&
+      syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) < 0)
     GS_LOG(GS_LOG_WARN, "violation: signal pid %d: %s", (int) p->pid, strerror(errno));
-  close(fd);
+  if (!watched)
+    close(fd);
 }
 
 /* Acts on the marked offenders and lists them in pids ("1,2,3"). */
@@ -189,7 +192,7 @@ static void act(const struct daemon *d, struct verify_proc *p, int np, char *pid
     if (w > 0 && (size_t) w < len - used)
       used += (size_t) w;
     if (d->cfg.violation_action != VIOLATION_NONE)
-      signal_proc(&p[i], d->cfg.violation_action == VIOLATION_KILL ? SIGKILL : SIGTERM);
+      signal_proc(d, &p[i], d->cfg.violation_action == VIOLATION_KILL ? SIGKILL : SIGTERM);
   }
 }
 
@@ -281,12 +284,12 @@ static void check_tenant(struct daemon *d, int ti, int g, struct verify_proc *p,
   }
 }
 
-static void verify_gpu(struct daemon *d, int g, int nroots, struct verify_known *next, int *nnext)
+static void verify_gpu(struct daemon *d, int g, int nroots, struct slot_table *st)
 {
   int np = nvml_processes(d->nvml, g, d->vprocs, VERIFY_PROCS_MAX);
   if (np < 0)
     return; /* NVML cannot say: the last verdicts stand */
-  attribute(d, d->vprocs, np, nroots, next, nnext);
+  attribute(d, d->vprocs, np, nroots, st);
   nvml_process_util(d->nvml, g, d->vprocs, np);
   for (int ti = 0; ti < d->reg.n; ti++)
     if (!d->reg.v[ti]->exited)
@@ -302,17 +305,15 @@ void verifier_run(struct daemon *d)
     d->vprocs = xcalloc(VERIFY_PROCS_MAX, sizeof(*d->vprocs));
   int nroots = build_roots(d);
   uint64_t sig = registry_sig(d);
-  if (sig != d->vknown_sig)
-    d->nknown = 0;
-  d->vknown_sig = sig;
-  _cleanup_free_ struct verify_known *next = xcalloc(VERIFY_PROCS_MAX, sizeof(*next));
-  int nnext = 0;
+  if (sig != d->vseen_sig)
+    verify_seen_forget_verdicts(d);
+  d->vseen_sig = sig;
+  d->vsample++;
+  struct slot_table st = { 0 };
   for (int g = 0; g < d->snap.ngpus; g++)
-    verify_gpu(d, g, nroots, next, &nnext);
-  free(d->vknown);
-  d->vknown = next;
-  d->nknown = nnext;
-  next = NULL;
+    verify_gpu(d, g, nroots, &st);
+  free(st.v);
+  verify_seen_sweep(d);
   d->verify_ns_total += mono_ns() - t0;
 }
 
@@ -320,9 +321,7 @@ void verifier_release(struct daemon *d)
 {
   free(d->vprocs);
   free(d->vroots);
-  free(d->vknown);
-  d->vknown = NULL;
-  d->nknown = 0;
+  verify_seen_release(d);
   d->vprocs = NULL;
   d->vroots = NULL;
   d->vroots_cap = 0;

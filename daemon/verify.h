@@ -44,8 +44,8 @@ struct verify_root {
 /* The parent of pid, 0 with *ppid set, -1 when it is gone. */
 typedef int (*verify_parent_fn)(pid_t pid, pid_t *ppid, void *data);
 
-/* A verdict on a process that ancestry placed under no tenant, kept between samples so that the
- * ledgers' slots are read only for processes not seen before. */
+/* A ledger slot's claim on a process, for one that ancestry placed under no tenant (verifier.c
+ * reads the slots only for a process not seen before). */
 struct verify_known {
   pid_t pid;
   uint64_t start_time;

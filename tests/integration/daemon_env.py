@@ -63,10 +63,10 @@ class Daemon:
         self.proc = None
         self.log = self.root / "daemon.log"
 
-    def start(self, *args):
+    def start(self, *args, preexec=None):
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen([str(GPUSLICE), "daemon", "--foreground"] + list(args), env=self.env,
-                                         stdout=log, stderr=log)
+                                         stdout=log, stderr=log, preexec_fn=preexec)
         wait_for(self._answers, what=f"the daemon to answer (log: {self.log.read_text() if self.log.exists() else ''})")
         return self
 
