@@ -260,17 +260,25 @@ static int slot_reap_if(struct gpusim_proc *p, bool dead)
   return 1;
 }
 
-int gpusim_reap_dead(void)
+static int reap_dead(bool watched)
 {
   int n = 0;
   if (!gpusim_state(NULL))
     return 0;
   for (int i = 0; i < GPUSIM_MAX_PROCS; i++) {
     struct gpusim_proc *p = &g_state->proc[i];
-    if (p != g_self && atomic_load(&p->state) == GPUSIM_SLOT_LIVE)
-      n += slot_reap_if(p, !gpusim_proc_alive(p->pid, p->start_time));
+    if (p == g_self || atomic_load(&p->state) != GPUSIM_SLOT_LIVE)
+      continue;
+    bool alive = watched ? gpusim_proc_alive_watched(i, p->pid, p->start_time)
+                         : gpusim_proc_alive(p->pid, p->start_time);
+    n += slot_reap_if(p, !alive);
   }
   return n;
+}
+
+int gpusim_reap_dead(void)
+{
+  return reap_dead(false);
 }
 
 int gpusim_reap_dead_every(uint64_t period_ns)
@@ -281,7 +289,7 @@ int gpusim_reap_dead_every(uint64_t period_ns)
     return 0;
   if (!atomic_compare_exchange_strong(&last, &prev, now))
     return 0;
-  return gpusim_reap_dead();
+  return reap_dead(true);
 }
 
 static struct gpusim_proc *slot_claim(pid_t pid, uint64_t start)

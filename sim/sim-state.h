@@ -170,6 +170,9 @@ void gpusim_sleep_until(uint64_t t);
  * monitoring queries, which a daemon makes many times a second. */
 int gpusim_reap_dead_every(uint64_t period_ns);
 bool gpusim_proc_alive(pid_t pid, uint64_t start_time);
+/* The same for the process of slot `slot`, through a pidfd kept per slot where the process may
+ * open that many files (proc-watch.c): for the monitoring path. */
+bool gpusim_proc_alive_watched(int slot, pid_t pid, uint64_t start_time);
 /* Start time of a process in clock ticks since boot, or 0 if it is gone. */
 uint64_t gpusim_proc_start_time(pid_t pid);
 
