@@ -3,6 +3,7 @@ nvml_probe.py in child processes, and cross-checked against the simulated CUDA d
 import json
 import os
 import pathlib
+import resource
 import signal
 import subprocess
 import sys
@@ -50,10 +51,14 @@ def probe(env, *args, timeout=60):
     return [json.loads(line) for line in p.stdout.splitlines() if line.strip()], p
 
 
-def start(env, *args):
-    """Starts a long-running probe (hold, memwatch) and waits for its first JSON line."""
+def start(env, *args, nofile=None):
+    """Starts a long-running probe (hold, memwatch) and waits for its first JSON line; nofile:
+    its soft limit of open files."""
+    limit = None if nofile is None else (lambda: resource.setrlimit(
+        resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1])))
     p = subprocess.Popen([sys.executable, str(PROBE), *map(str, args)], env=probe_env(env),
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=limit)
     line = p.stdout.readline()
     if not line:
         p.kill()
@@ -193,11 +198,14 @@ def test_memory_used_agrees_between_nvml_and_cuda_while_another_process_holds_me
     assert m2["nvml"]["v2"]["used"] == m2["cuda"]["used"] < 3 * GIB
 
 
-def test_sigkilled_holder_memory_is_gone_from_nvml_used_within_1s(tmp_path, holders):
+# A monitor that may open 4096 files or more checks the processes through a pidfd each
+# (sim/proc-watch.c); one with fewer reads /proc as before.
+@pytest.mark.parametrize("nofile", [None, 1024], ids=["pidfds", "proc-reads"])
+def test_sigkilled_holder_memory_is_gone_from_nvml_used_within_1s(tmp_path, holders, nofile):
     env = make_sim_env(tmp_path, "h100-80gb")
     holder, _ = start(env, "hold", 5 * GIB)
     holders.append(holder)
-    watcher, seen = start(env, "memwatch", 0)
+    watcher, seen = start(env, "memwatch", 0, nofile=nofile)
     holders.append(watcher)
     assert seen["used"] >= 5 * GIB
     os.kill(holder.pid, signal.SIGKILL)
