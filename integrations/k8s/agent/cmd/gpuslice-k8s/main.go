@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -49,6 +50,7 @@ type config struct {
 	devicePluginsDir           string
 	podResources               string
 	cdiEnv, cdiMounts          listFlag
+	mounts                     []cdi.Mount
 	daemonWait                 time.Duration
 }
 
@@ -90,6 +92,16 @@ func parseFlags(args []string) (*config, error) {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 			return nil, fmt.Errorf("--cdi-env %q: want KEY=VALUE", e)
 		}
+	}
+	for _, m := range c.cdiMounts {
+		mt, err := cdi.ParseMount(m)
+		if err != nil {
+			return nil, fmt.Errorf("--cdi-mount: %w", err)
+		}
+		c.mounts = append(c.mounts, mt)
+	}
+	if c.podLabels != "" && slices.Contains(strings.Split(c.podLabels, ","), "") {
+		return nil, fmt.Errorf("--pod-labels %q: want label keys separated by commas", c.podLabels)
 	}
 	if !c.dra && !c.devicePlugin {
 		return nil, errors.New("nothing to serve: --dra=false and no --device-plugin")
@@ -154,16 +166,8 @@ func run(ctx context.Context, c *config) error {
 	if err != nil {
 		return fmt.Errorf("the gpuslice daemon's GPUs: %w", err)
 	}
-	mounts := make([]cdi.Mount, 0, len(c.cdiMounts))
-	for _, s := range c.cdiMounts {
-		m, err := cdi.ParseMount(s)
-		if err != nil {
-			return fmt.Errorf("--cdi-mount: %w", err)
-		}
-		mounts = append(mounts, m)
-	}
 	n := &node.Node{Daemon: dc, StateRoot: c.stateRoot, DaemonStateDir: c.daemonStateDir,
-		Preload: c.preload, Env: c.cdiEnv, Mounts: mounts}
+		Preload: c.preload, Env: c.cdiEnv, Mounts: c.mounts}
 	errc := make(chan error, 2)
 	ready := make(chan struct{}, 2)
 	want := 0
