@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <gpuslice/compute.h>
 
 /* --vram: bytes, or a percentage kept as millionths until a process knows the device size. */
 int run_tenant_set_vram(void *tenant, const char *arg, gs_error_t *err)
@@ -128,4 +131,9 @@ void run_tenant_end(struct run_tenant *t)
     fprintf(stderr, "gpuslice: run: %s\n", err->msg);
     gs_error_release(&err);
   }
+  /* Its rows on the compute boards go too, so that its limits stop gating its neighbours now
+   * rather than once the rows are a minute stale. */
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  gs_boards_release_tenant(t->dir, t->name, (uint64_t) ts.tv_sec * 1000000000ull + ts.tv_nsec);
 }

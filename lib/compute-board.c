@@ -3,11 +3,13 @@
  * is free. The scheduling rules that read the rows are in compute-sched.c. */
 #include <gpuslice/compute.h>
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <gpuslice/fs.h>
+#include "compute-internal.h"
 #include "shm.h"
 
 static bool uuid_valid(const char *uuid)
@@ -99,12 +101,8 @@ static bool row_takeable(struct gs_board *b, int i, uint32_t state, uint64_t now
 {
   if (state == GS_ROW_FREE)
     return true;
-  uint64_t turn = atomic_load(&b->turn);
-  struct gs_board_row *r = &b->row[i];
-  uint64_t last = atomic_load(&r->active_ns) > atomic_load(&r->waiting_ns)
-    ? atomic_load(&r->active_ns)
-    : atomic_load(&r->waiting_ns);
-  return state == GS_ROW_LIVE && now > last + GS_ROW_STALE_NS && !(turn && GS_TURN_ROW(turn) == i);
+  return state == GS_ROW_LIVE && now > gs__row_seen(b, i) + GS_ROW_STALE_NS &&
+    !gs__row_holding(b, i);
 }
 
 static int row_new(struct gs_board *b, const char *tenant, uint64_t now)
@@ -124,6 +122,7 @@ static int row_new(struct gs_board *b, const char *tenant, uint64_t now)
     atomic_store(&r->waiting_ns, 0);
     atomic_store(&r->active_ns, now);
     atomic_store(&r->state, GS_ROW_LIVE);
+    gs_board_busy_mark(b, i);
     return i;
   }
   return -1;
@@ -141,9 +140,44 @@ int gs_board_row_claim(struct gs_board *b, const char *tenant, uint32_t weight_p
     atomic_store(&b->row[i].state, GS_ROW_FREE);
     i = j;
   }
-  if (i >= 0)
+  if (i >= 0) {
     row_set_limits(&b->row[i], weight_ppm, policy, priority);
+    gs_board_gating_update(b, now, true);
+  }
   return i;
+}
+
+int gs_board_row_release(struct gs_board *b, const char *tenant, uint64_t now)
+{
+  int i = row_find(b, tenant);
+  uint32_t live = GS_ROW_LIVE;
+  if (i < 0 || gs__row_contending(b, i, now) ||
+      !atomic_compare_exchange_strong(&b->row[i].state, &live, GS_ROW_FREE))
+    return 0;
+  gs_board_gating_update(b, now, true);
+  return 1;
+}
+
+void gs_boards_release_tenant(const char *dir, const char *tenant, uint64_t now)
+{
+  char gdir[4096];
+  snprintf(gdir, sizeof(gdir), "%s/gpus", dir);
+  DIR *d = opendir(gdir);
+  if (!d)
+    return;
+  for (struct dirent *e; (e = readdir(d));) {
+    struct gs_board *b = NULL;
+    gs_error_t err = NULL;
+    if (e->d_name[0] == '.')
+      continue;
+    if (gs_board_open(dir, e->d_name, &b, &err) < 0) {
+      gs_error_release(&err);
+      continue;
+    }
+    gs_board_row_release(b, tenant, now);
+    gs_board_close(b);
+  }
+  closedir(d);
 }
 
 uint64_t gs_board_slice_ns(const struct gs_board *b)

@@ -1,7 +1,7 @@
 /* The compute board's scheduling rules: who has the next turn, what a turn of device time
  * costs each row, the cap policy's credit, and taking and giving back the turn. See
  * gs-compute.h for the model. */
-#include <gpuslice/compute.h>
+#include "compute-internal.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -12,30 +12,6 @@ static int rank(uint32_t priority)
   return priority == GS_PRIO_HIGH ? 2 : priority == GS_PRIO_LOW ? 0 : 1;
 }
 
-static bool live(struct gs_board *b, int i)
-{
-  return atomic_load_explicit(&b->row[i].state, memory_order_acquire) == GS_ROW_LIVE;
-}
-
-static bool waiting(struct gs_board *b, int i, uint64_t now)
-{
-  uint64_t w = atomic_load(&b->row[i].waiting_ns);
-  return live(b, i) && w && now < w + GS_WAIT_FRESH_NS;
-}
-
-static bool holding(struct gs_board *b, int i)
-{
-  uint64_t t = atomic_load(&b->turn);
-  return t && GS_TURN_ROW(t) == i;
-}
-
-/* Rows that compete for the GPU now: waiting, holding, or launching within the last turn. */
-static bool contending(struct gs_board *b, int i, uint64_t now)
-{
-  uint64_t a = atomic_load(&b->row[i].active_ns);
-  return waiting(b, i, now) || holding(b, i) || (live(b, i) && now < a + 2 * gs_board_slice_ns(b));
-}
-
 uint32_t gs_board_weight(struct gs_board *b, int row, uint64_t now)
 {
   uint32_t own = atomic_load(&b->row[row].weight_ppm);
@@ -43,8 +19,10 @@ uint32_t gs_board_weight(struct gs_board *b, int row, uint64_t now)
     return own;
   uint64_t limited = 0;
   unsigned unlimited = 1;
-  for (int i = 0, rows = gs_board_rows(b); i < rows; i++) {
-    if (i == row || !contending(b, i, now))
+  int16_t busy[GS_BOARD_ROWS];
+  for (int k = 0, n = gs_board_busy_rows(b, now, busy); k < n; k++) {
+    int i = busy[k];
+    if (i == row)
       continue;
     uint32_t w = atomic_load(&b->row[i].weight_ppm);
     limited += w;
@@ -96,8 +74,10 @@ uint64_t gs_board_cap_budget(struct gs_board *b, int row, uint64_t now)
 int gs_board_pick(struct gs_board *b, uint64_t now)
 {
   int best = -1;
-  for (int i = 0, rows = gs_board_rows(b); i < rows; i++) {
-    if (!waiting(b, i, now) || gs_board_cap_wait(b, i, now) > 0)
+  int16_t busy[GS_BOARD_ROWS];
+  for (int k = 0, n = gs_board_busy_rows(b, now, busy); k < n; k++) {
+    int i = busy[k];
+    if (!gs__row_waiting(b, i, now) || gs_board_cap_wait(b, i, now) > 0)
       continue;
     if (best < 0) {
       best = i;
@@ -113,20 +93,21 @@ int gs_board_pick(struct gs_board *b, uint64_t now)
 void gs_board_wait_mark(struct gs_board *b, int row, uint64_t now)
 {
   struct gs_board_row *r = &b->row[row];
-  uint64_t seen = atomic_load(&r->active_ns) > atomic_load(&r->waiting_ns)
-    ? atomic_load(&r->active_ns)
-    : atomic_load(&r->waiting_ns);
-  if (now > seen + 2 * gs_board_slice_ns(b) && !holding(b, row)) {
+  if (now > gs__row_seen(b, row) + 2 * gs_board_slice_ns(b) && !gs__row_holding(b, row)) {
     uint64_t floor = UINT64_MAX;
-    for (int i = 0, rows = gs_board_rows(b); i < rows; i++)
-      if (i != row && (waiting(b, i, now) || holding(b, i)) &&
+    int16_t busy[GS_BOARD_ROWS];
+    for (int k = 0, n = gs_board_busy_rows(b, now, busy); k < n; k++) {
+      int i = busy[k];
+      if (i != row && (gs__row_waiting(b, i, now) || gs__row_holding(b, i)) &&
           atomic_load(&b->row[i].vtime) < floor)
         floor = atomic_load(&b->row[i].vtime);
+    }
     uint64_t v = atomic_load(&r->vtime);
     while (floor != UINT64_MAX && v < floor && !atomic_compare_exchange_weak(&r->vtime, &v, floor))
       ;
   }
   atomic_store(&r->waiting_ns, now);
+  gs_board_busy_mark(b, row);
 }
 
 /* The holder's own row counts too: a holder never marks itself waiting (taking the turn
@@ -134,8 +115,9 @@ void gs_board_wait_mark(struct gs_board *b, int row, uint64_t now)
 bool gs_board_others_waiting(struct gs_board *b, int row, uint64_t now)
 {
   (void) row;
-  for (int i = 0, rows = gs_board_rows(b); i < rows; i++)
-    if (waiting(b, i, now) && gs_board_cap_wait(b, i, now) == 0)
+  int16_t busy[GS_BOARD_ROWS];
+  for (int k = 0, n = gs_board_busy_rows(b, now, busy); k < n; k++)
+    if (gs__row_waiting(b, busy[k], now) && gs_board_cap_wait(b, busy[k], now) == 0)
       return true;
   return false;
 }
@@ -207,8 +189,10 @@ int gs_board_contenders(struct gs_board *b, int row, uint64_t now, bool *higher)
 {
   int n = 0, mine = rank(atomic_load(&b->row[row].priority));
   *higher = false;
-  for (int i = 0, rows = gs_board_rows(b); i < rows; i++) {
-    if (i == row || !contending(b, i, now))
+  int16_t busy[GS_BOARD_ROWS];
+  for (int k = 0, nb = gs_board_busy_rows(b, now, busy); k < nb; k++) {
+    int i = busy[k];
+    if (i == row)
       continue;
     n++;
     *higher |= rank(atomic_load(&b->row[i].priority)) > mine;

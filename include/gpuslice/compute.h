@@ -28,10 +28,12 @@
 #include <gpuslice/tenant-ledger.h>
 
 #define GS_BOARD_MAGIC 0x314452414f425347ULL /* "GSBOARD1" */
-#define GS_BOARD_VERSION 2
-/* Tenants per GPU. Scans of the rows stop at the board's rows_used, so a board with few
- * tenants costs what a small board would. */
+#define GS_BOARD_VERSION 3
+/* Tenants per GPU. The scheduler looks only at the rows marked busy (a two-level bitmap), so
+ * idle tenants cost nothing per handover; the rare scans of every row (claiming one) stop at
+ * the board's rows_used. */
 #define GS_BOARD_ROWS 1024
+#define GS_BOARD_BUSY_WORDS (GS_BOARD_ROWS / 64)
 #define GS_BOARD_UUID_MAX 96
 #define GS_BOARD_DEFAULT_SLICE_MS 20
 #define GS_WEIGHT_FULL 1000000u
@@ -70,6 +72,19 @@ struct gs_board {
   _Atomic uint32_t rows_used; /* one past the highest row ever claimed: where scans stop */
   _Atomic uint64_t turn_start_ns;
   _Atomic uint64_t holder_active_ns; /* UINT64_MAX while the holder is synchronizing */
+  uint8_t pad0[40];
+  /* Read by every launch of every tenant on the GPU, so on a cache line of its own that is
+   * written only when the answer changes: GS_GATING(generation, needed). While no live row
+   * has a compute limit or a priority, launches are not gated at all (gs_board_gating_update). */
+  _Atomic uint32_t gating;
+  uint8_t pad1[60];
+  /* The rows that may compete for the GPU (waiting, holding, or launched within two turns):
+   * bit i of busy[i / 64], and bit w of busy_summary while busy[w] may be non-zero. Set by the
+   * row's processes, cleared by whoever finds the row no longer competing. */
+  _Atomic uint64_t busy_summary;
+  uint8_t pad2[56];
+  _Atomic uint64_t busy[GS_BOARD_BUSY_WORDS];
+  uint8_t pad3[64];
   struct gs_board_row row[GS_BOARD_ROWS];
 };
 
@@ -86,7 +101,7 @@ _Static_assert(offsetof(struct gs_board_row, credit_ns) == 96, "bump GS_BOARD_VE
 _Static_assert(offsetof(struct gs_board_row, credit_at_ns) == 104, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board_row, waiting_ns) == 112, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board_row, active_ns) == 120, "bump GS_BOARD_VERSION");
-_Static_assert(sizeof(struct gs_board) == 152 + 128 * 1024,
+_Static_assert(sizeof(struct gs_board) == 512 + 128 * 1024,
                "gs_board changed: bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, version) == 8, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, size) == 12, "bump GS_BOARD_VERSION");
@@ -98,7 +113,10 @@ _Static_assert(offsetof(struct gs_board, gen) == 128, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, rows_used) == 132, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, turn_start_ns) == 136, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, holder_active_ns) == 144, "bump GS_BOARD_VERSION");
-_Static_assert(offsetof(struct gs_board, row) == 152, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, gating) == 192, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, busy_summary) == 256, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, busy) == 320, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, row) == 512, "bump GS_BOARD_VERSION");
 
 /* A turn word: the holder's pid in bits 0-31, its row in bits 32-41, a generation above. */
 #define GS_TURN_GEN_MASK 0x3fffffu
@@ -107,6 +125,11 @@ _Static_assert(offsetof(struct gs_board, row) == 152, "bump GS_BOARD_VERSION");
 #define GS_TURN_ROW(t) ((int) (((t) >> 32) & 0x3ff))
 #define GS_TURN_PID(t) ((pid_t) ((t) &0xffffffffu))
 _Static_assert(GS_BOARD_ROWS <= 0x3ff + 1, "a row must fit the turn word's 10 bits");
+
+/* The gating word: a generation, moved by every change, and whether launches need gating. */
+#define GS_GATING(gen, needed) (((uint32_t) (gen) << 1) | ((needed) ? 1u : 0u))
+#define GS_GATING_NEEDED(word) (((word) &1u) != 0)
+#define GS_GATING_GEN(word) ((word) >> 1)
 
 /* Maps (creating if needed) the board of the GPU named uuid under <dir>/gpus. */
 int gs_board_open(const char *dir, const char *uuid, struct gs_board **out, gs_error_t *err);
@@ -118,6 +141,30 @@ int gs_board_row_claim(struct gs_board *b, const char *tenant, uint32_t weight_p
                        uint32_t priority, uint64_t now);
 /* How many rows a scan must look at: rows_used, within the board. */
 int gs_board_rows(struct gs_board *b);
+/* Gives back the tenant's row, unless it still competes (holds the turn, waits, or launched
+ * within two turns: a process of it outlived its `gpuslice run`): for when the tenant has
+ * ended, so that its limits stop gating the GPU's other tenants at once rather than once the
+ * row is stale. A process that exits says it no longer competes (preload/compute-gate-turn.c).
+ * Returns 1 when a row was freed, 0 when the tenant had none or it still competes. */
+int gs_board_row_release(struct gs_board *b, const char *tenant, uint64_t now);
+/* Opens each board under <dir>/gpus and releases the tenant's row there; boards that cannot
+ * be opened are skipped. For `gpuslice run` at its tenant's end. */
+void gs_boards_release_tenant(const char *dir, const char *tenant, uint64_t now);
+
+/* Whether row i, as it is now, needs the GPU's launches gated: it is live, not stale, and has
+ * a compute limit or a priority other than normal. */
+bool gs_board_row_gates(struct gs_board *b, int i, uint64_t now);
+/* Looks at every row and stores whether any needs gating, with a new generation; returns the
+ * word now on the board. Called with changed whenever a row's limits or liveness change
+ * (claims, releases, a live limit change): it then always stores. Called without, now and
+ * then by gated processes so that a stale row stops gating, it stores only when the answer
+ * differs (a change made meanwhile is stored by its own maker's call). */
+uint32_t gs_board_gating_update(struct gs_board *b, uint64_t now, bool changed);
+/* Marks row as busy (see busy above): after its process stores active_ns or waiting_ns. */
+void gs_board_busy_mark(struct gs_board *b, int row);
+/* Fills rows (GS_BOARD_ROWS entries) with the rows that compete for the GPU now, pruning
+ * from the busy bitmap those that no longer do; returns how many. */
+int gs_board_busy_rows(struct gs_board *b, uint64_t now, int16_t *rows);
 
 /* What a tenant does when every row of its GPU's board is taken (GPUSLICE_BOARD_FULL): wait
  * up to wait_s for a row, then have the launch refused; or be refused at once. Never run

@@ -1,6 +1,6 @@
 """Helpers for the compute-share tests (test_compute_*.py): a reader for the tenant ledger
 (struct gs_ledger, version 2, in include/gpuslice/tenant-ledger.h), the compute board's layout
-(struct gs_board, version 2, in include/gpuslice/compute.h), and saturating or paced tenants that start
+(struct gs_board, version 3, in include/gpuslice/compute.h), and saturating or paced tenants that start
 together on the simulated GPU and report the device time they got inside one common window.
 
 Why a common window: each tenant's `gpuslice run` and workload start at slightly different
@@ -28,11 +28,11 @@ _COMPUTE = struct.Struct("<IIII")                # limit_ppm, policy, priority, 
 _GPU = struct.Struct("<QIIQQQQII")               # one struct gs_ledger_gpu, 56 bytes
 _COMPUTE_AT, _GPU_AT = 1136, 1152
 
-# struct gs_board, version 2 (include/gpuslice/compute.h), pinned there by _Static_asserts.
+# struct gs_board, version 3 (include/gpuslice/compute.h), pinned there by _Static_asserts.
 BOARD_MAGIC = 0x314452414F425347
-BOARD_VERSION = 2
+BOARD_VERSION = 3
 BOARD_ROWS = 1024
-BOARD_ROW_AT, BOARD_ROW_SIZE = 152, 128
+BOARD_ROW_AT, BOARD_ROW_SIZE = 512, 128
 BOARD_SIZE = BOARD_ROW_AT + BOARD_ROWS * BOARD_ROW_SIZE
 _BOARD_HEAD = struct.Struct("<QII96sIIQII")       # magic .. gen, rows_used
 BOARD_ROWS_USED_AT = 132

@@ -201,7 +201,7 @@ def test_capped_tenant_through_the_interposer_shows_no_compute_violation(shared_
 
 
 # struct gs_board_row (include/gpuslice/compute.h pins it; compute_util.py reads the same).
-BOARD_ROW_AT, BOARD_ROW_SIZE, BOARD_ROWS = 152, 128, 1024
+BOARD_ROW_AT, BOARD_ROW_SIZE, BOARD_ROWS = 512, 128, 1024
 ROW_WEIGHT_AT, ROW_TENANT_AT, ROW_POLICY_AT, ROW_CREDIT_AT = 4, 8, 72, 96
 
 # A process of the tenant (same uid, no interposer) that finds the tenant's row on every

@@ -267,6 +267,87 @@ static void test_board_full_setting_is_wait_bounded_or_refuse(void **state)
   }
 }
 
+/* Launches need gating while a live row has a compute limit or a priority, and only then. */
+static void test_gating_word_follows_the_rows_limits(void **state)
+{
+  (void) state;
+  assert_false(GS_GATING_NEEDED(atomic_load(&b->gating)));
+  row("mem", 0, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  uint32_t w = atomic_load(&b->gating);
+  assert_false(GS_GATING_NEEDED(w));
+  assert_int_not_equal(GS_GATING_GEN(w), 0); /* every claim moves it */
+  int lim = row("lim", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  assert_true(GS_GATING_NEEDED(atomic_load(&b->gating)));
+  atomic_store(&b->row[lim].active_ns, 0); /* its last process exited */
+  assert_int_equal(gs_board_row_release(b, "lim", T0), 1);
+  assert_false(GS_GATING_NEEDED(atomic_load(&b->gating)));
+  row("prio", 0, GS_COMPUTE_SHARE, GS_PRIO_HIGH);
+  assert_true(GS_GATING_NEEDED(atomic_load(&b->gating)));
+  /* A row nobody has used for a minute stops gating at the next periodic look. */
+  uint32_t now = gs_board_gating_update(b, T0 + GS_ROW_STALE_NS + 1, false);
+  assert_false(GS_GATING_NEEDED(now));
+  assert_int_equal(atomic_load(&b->gating), now);
+}
+
+/* A periodic look stores only a different answer; a change always stores, with a new
+ * generation, so that a look that missed it cannot stand. */
+static void test_gating_update_stores_changes_always_and_looks_only_when_different(void **state)
+{
+  (void) state;
+  row("lim", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  uint32_t w = atomic_load(&b->gating);
+  assert_int_equal(gs_board_gating_update(b, T0, false), w);
+  uint32_t c = gs_board_gating_update(b, T0, true);
+  assert_int_equal(GS_GATING_GEN(c), GS_GATING_GEN(w) + 1);
+  assert_true(GS_GATING_NEEDED(c));
+}
+
+static void test_row_release_frees_the_row_unless_it_still_competes(void **state)
+{
+  (void) state;
+  int a = row("a", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  uint64_t t = gs_board_take(b, a, getpid(), T0);
+  assert_int_equal(gs_board_row_release(b, "a", T0), 0); /* holds the turn */
+  assert_int_equal(atomic_load(&b->row[a].state), GS_ROW_LIVE);
+  assert_true(gs_board_release(b, t));
+  assert_int_equal(gs_board_row_release(b, "a", T0), 0); /* launched just now */
+  atomic_store(&b->row[a].active_ns, 0);                 /* its last process exited */
+  assert_int_equal(gs_board_row_release(b, "a", T0), 1);
+  assert_int_equal(atomic_load(&b->row[a].state), GS_ROW_FREE);
+  assert_int_equal(gs_board_row_release(b, "a", T0), 0); /* none left */
+  assert_int_equal(gs_board_row_release(b, "nobody", T0), 0);
+}
+
+/* The scheduler looks at the rows marked busy alone; rows that stopped competing are pruned
+ * from the bitmap, so 1,024 idle tenants cost nothing per handover. */
+static void test_busy_rows_are_the_competing_ones_and_idle_ones_are_pruned(void **state)
+{
+  char name[16];
+  int16_t busy[GS_BOARD_ROWS];
+  (void) state;
+  for (int i = 0; i < GS_BOARD_ROWS; i++) {
+    snprintf(name, sizeof(name), "t%d", i);
+    assert_int_equal(row(name, 0, GS_COMPUTE_SHARE, GS_PRIO_NORMAL), i);
+  }
+  assert_int_equal(gs_board_busy_rows(b, T0, busy), GS_BOARD_ROWS); /* all just launched */
+  uint64_t later = T0 + 10 * gs_board_slice_ns(b);
+  assert_int_equal(gs_board_busy_rows(b, later, busy), 0);
+  assert_int_equal(atomic_load(&b->busy_summary), 0);
+  for (int w = 0; w < GS_BOARD_BUSY_WORDS; w++)
+    assert_int_equal(atomic_load(&b->busy[w]), 0);
+  gs_board_wait_mark(b, 700, later);
+  gs_board_wait_mark(b, 3, later);
+  assert_int_equal(gs_board_busy_rows(b, later, busy), 2);
+  assert_int_equal(busy[0], 3);
+  assert_int_equal(busy[1], 700);
+  assert_int_equal(gs_board_pick(b, later), 3);
+  /* A row that launched again is seen again once it marks itself busy. */
+  atomic_store(&b->row[5].active_ns, later);
+  gs_board_busy_mark(b, 5);
+  bool higher;
+  assert_int_equal(gs_board_contenders(b, 3, later, &higher), 2);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -288,6 +369,13 @@ int main(void)
     cmocka_unit_test_setup_teardown(test_scans_stop_at_the_rows_in_use, setup, teardown),
     cmocka_unit_test_setup_teardown(test_board_full_setting_is_wait_bounded_or_refuse, setup,
                                     teardown),
+    cmocka_unit_test_setup_teardown(test_gating_word_follows_the_rows_limits, setup, teardown),
+    cmocka_unit_test_setup_teardown(
+      test_gating_update_stores_changes_always_and_looks_only_when_different, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_row_release_frees_the_row_unless_it_still_competes, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_busy_rows_are_the_competing_ones_and_idle_ones_are_pruned,
+                                    setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
