@@ -2,18 +2,9 @@
  * elapsed time from one completed marker to the next is busy time, unless the later one was
  * recorded on an idle stream (a start marker). Events are made once, on first need, in the
  * context current at that launch, and reused. See compute-gate.h. */
-#include <time.h>
-
 #include "compute-gate.h"
 #include <gpuslice/log.h>
 #include "real.h"
-
-uint64_t gs__mono_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
 
 static bool markers_init(struct gs_markers *m)
 {

@@ -25,10 +25,16 @@
 #define UNCLAIMED_NS 2000000ull
 /* The shortest turn a capped tenant is given, so that handovers stay rare. */
 #define MIN_TURN_NS 1000000ull
+/* Launches per marker for a tenant alone on the GPU and not capped: its device time only
+ * feeds its counters, and busy time between two markers is the same however far apart. */
+#define MARK_ALONE 256
 /* Markers at least this often while launching, however few the launches. */
 #define MARK_NS 500000ull
 /* How often a process tells the board it is still active. */
 #define SHARE_NS 500000ull
+/* How often a gated process has the board's gating word looked at again, so that rows gone
+ * stale stop gating the GPU. */
+#define GATING_CHECK_NS 1000000000ull
 
 static void futex_wait(_Atomic uint32_t *w, uint32_t val, uint64_t ns)
 {
@@ -74,12 +80,17 @@ static void refresh(struct gs_gate *g, uint64_t now)
   if (now < g->refreshed_ns + REFRESH_NS)
     return;
   g->refreshed_ns = now;
-  atomic_store(&r->weight_ppm, gs__compute_limit_ppm(g->gpu));
+  uint32_t ppm = gs__compute_limit_ppm(g->gpu), prio = gs_ledger_priority(g->ledger);
+  bool changed = atomic_exchange(&r->weight_ppm, ppm) != ppm;
   atomic_store(&r->policy, gs__compute_policy(g->gpu));
-  atomic_store(&r->priority, gs_ledger_priority(g->ledger));
+  changed |= atomic_exchange(&r->priority, prio) != prio;
+  if (changed || now >= g->gating_checked_ns + GATING_CHECK_NS) {
+    g->gating_checked_ns = now;
+    gs_board_gating_update(g->b, now, changed);
+  }
   int others = gs_board_contenders(g->b, g->row, now, &higher);
   bool capped = gs_board_cap_budget(g->b, g->row, now) != UINT64_MAX;
-  g->mark_every = others || capped ? 1 : 32;
+  g->mark_every = others || capped ? 1 : MARK_ALONE;
   /* Under a tenant of higher priority, one kernel at a time: it never waits behind more. */
   g->keep = higher ? 0 : others || capped ? 4 : -1;
 }
@@ -235,13 +246,14 @@ static bool enter_slow(struct gs_gate *g, CUstream s, bool ptsz, uint64_t now)
 
 uint64_t gs__gate_enter(struct gs_gate *g, CUstream s, bool ptsz)
 {
-  uint64_t now = gs__mono_ns();
+  uint64_t now = gs__gate_now();
   if (__builtin_expect(turn_good(g, now) &&
                          now <
                            atomic_load_explicit(&g->last_launch_ns, memory_order_relaxed) + GAP_NS,
                        1))
     return now;
-  return enter_slow(g, s, ptsz, now) ? gs__mono_ns() : 0;
+  gs__gate_clock_tune();
+  return enter_slow(g, s, ptsz, now) ? gs__gate_now() : 0;
 }
 
 static void leave_slow(struct gs_gate *g, uint64_t now)
@@ -260,16 +272,31 @@ void gs__gate_leave(struct gs_gate *g, CUstream s, bool ptsz, uint64_t now)
   atomic_store_explicit(&g->last_stream, s, memory_order_relaxed);
   atomic_store_explicit(&g->last_ptsz, ptsz, memory_order_relaxed);
   atomic_store_explicit(&g->last_launch_ns, now, memory_order_relaxed);
-  uint32_t n = atomic_fetch_add_explicit(&g->since_mark, 1, memory_order_relaxed) + 1;
+  /* Not an atomic add: two threads that count one launch once only mark a launch later. */
+  uint32_t n = atomic_load_explicit(&g->since_mark, memory_order_relaxed) + 1;
+  atomic_store_explicit(&g->since_mark, n, memory_order_relaxed);
   if (__builtin_expect(n >= g->mark_every || now >= g->last_mark_ns + MARK_NS, 0))
     leave_slow(g, now);
   if (__builtin_expect(now >= g->shared_ns + SHARE_NS, 0)) {
     g->shared_ns = now;
-    atomic_store_explicit(&g->b->row[g->row].active_ns, now, memory_order_relaxed);
+    atomic_store(&g->b->row[g->row].active_ns, now);
+    gs_board_busy_mark(g->b, g->row);
     uint64_t t = atomic_load_explicit(&g->turn, memory_order_relaxed);
     if (t && atomic_load_explicit(&g->b->turn, memory_order_relaxed) == t)
       atomic_store_explicit(&g->b->holder_active_ns, now, memory_order_relaxed);
   }
+}
+
+void gs__gate_quit(struct gs_gate *g)
+{
+  uint64_t t = atomic_load(&g->turn);
+  if (!g->b || g->row < 0)
+    return;
+  mark_pending(g, false);
+  account(g, gs__marker_collect(&g->mk, -1), gs__mono_ns());
+  if (t && atomic_load(&g->b->turn) == t)
+    give_back(g, t);
+  atomic_store(&g->turn, 0);
 }
 
 void gs__gate_sync_begin(struct gs_gate *g)

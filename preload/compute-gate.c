@@ -1,8 +1,9 @@
 /* Finding a process's gate for a GPU: made on the first launch there, from the tenant's
- * ledger and the board named by the GPU's UUID; and the gate's row on that board, claimed at
- * its first launch, or waited for (GPUSLICE_BOARD_FULL) when every row is taken. A process
- * that is no tenant gets NULL and launches pass straight through; a tenant whose GPU cannot
- * be gated gets a gate that refuses its launches. See compute-gate.h. */
+ * ledger and the board named by the GPU's UUID, and cached per thread; deciding whether it is
+ * open (no gating needed) or closed; and the gate's row on that board, claimed at its first
+ * gated launch, or waited for (GPUSLICE_BOARD_FULL) when every row is taken. A process that
+ * is no tenant gets an always-open gate; a tenant whose GPU cannot be gated gets a gate that
+ * refuses its launches. See compute-gate.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,25 +15,49 @@
 #include <gpuslice.h>
 #include "hooks.h"
 
+/* What a gate without a board or a limits file compares with: words that never move. */
+static const _Atomic uint32_t no_gating = 0;
+static const _Atomic uint64_t no_limgen = 0;
+
 /* Marks a GPU whose gate could not be made, so that it is not tried on every launch: its
  * launches are refused (no board: enter_slow says no), never let through ungated. */
-static struct gs_gate gate_none = { .row = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
+static struct gs_gate gate_none = {
+  .gatingp = &no_gating, .limgenp = &no_limgen, .row = -1, .mu = PTHREAD_MUTEX_INITIALIZER
+};
 #define GATE_NONE (&gate_none)
-/* Marks a GPU of a process that is no tenant: its launches go straight to the driver. */
-#define GATE_PASS ((struct gs_gate *) 1)
+/* The gate of a process that is no tenant: always open, its launches go straight to the driver. */
+static struct gs_gate gate_pass = { .gatingp = &no_gating,
+                                    .limgenp = &no_limgen,
+                                    .open = true,
+                                    .row = -1,
+                                    .mu = PTHREAD_MUTEX_INITIALIZER };
+#define GATE_PASS (&gate_pass)
 /* How often a gate without a row looks for one. */
 #define ROW_POLL_NS 10000000ull
+
+/* What a thread's cache holds until it finds its gate: closed, and never what it has seen, so
+ * that both checks of the launch path send it to gs__gate_decide. */
+struct gs_gate gs__gate_unknown = { .gatingp = &no_gating,
+                                    .limgenp = &no_limgen,
+                                    .seen_gating = 1,
+                                    .row = -1,
+                                    .mu = PTHREAD_MUTEX_INITIALIZER };
+
+__thread struct gs_gate *gs__gate_tls __attribute__((tls_model("initial-exec"))) =
+  &gs__gate_unknown;
 
 static _Atomic(struct gs_gate *) gates[GS_LEDGER_MAX_GPUS];
 static pthread_mutex_t gates_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
-/* A forked child holds no turn and none of its parent's events. */
+/* A forked child holds no turn and none of its parent's events; it runs in the one thread
+ * that forked, whose cached gate was the parent's. */
 static void gates_after_fork(void)
 {
   for (int i = 0; i < GS_LEDGER_MAX_GPUS; i++)
     atomic_store(&gates[i], NULL);
   pthread_mutex_init(&gates_lock, NULL);
+  gs__gate_tls = &gs__gate_unknown;
 }
 
 /* A process that ends while it holds a turn hands it on at once. Its work has finished or
@@ -103,7 +128,14 @@ static struct gs_gate *gate_new(struct gs_ledger *l, int gpu)
   uint32_t slice = atomic_load(&l->compute.slice_ms);
   if (slice)
     atomic_store(&b->slice_ms, slice);
-  *g = (struct gs_gate){ .b = b, .ledger = l, .row = -1, .gpu = gpu, .mark_every = 32, .keep = -1 };
+  *g = (struct gs_gate){ .gatingp = &b->gating,
+                         .limgenp = gs__limits_generation(),
+                         .b = b,
+                         .ledger = l,
+                         .row = -1,
+                         .gpu = gpu,
+                         .mark_every = 1,
+                         .keep = -1 };
   pthread_mutex_init(&g->mu, NULL);
   return g;
 }
@@ -159,21 +191,55 @@ static struct gs_gate *gate_slow(int gpu)
   if (!g) {
     struct gs_ledger *l = gs__tenant_ledger();
     board_full_read();
-    g = l ? gate_new(l, gpu) : NULL;
-    g = l && !g ? GATE_NONE : g;
-    atomic_store(&gates[gpu], g ? g : GATE_PASS);
+    g = l ? gate_new(l, gpu) : GATE_PASS;
+    atomic_store(&gates[gpu], g ? g : GATE_NONE);
   }
   pthread_mutex_unlock(&gates_lock);
-  return g == GATE_PASS ? NULL : g;
+  return atomic_load(&gates[gpu]);
 }
 
-struct gs_gate *gs__gate(void)
+/* The gate of the thread's current GPU, made if needed; NULL when the thread has no current
+ * context (nothing to cache: the driver refuses such a launch itself). */
+static struct gs_gate *gate_find(void)
 {
   int gpu = gs__current_gpu();
   if (gpu < 0 || gpu >= GS_LEDGER_MAX_GPUS)
     return NULL;
   struct gs_gate *g = atomic_load_explicit(&gates[gpu], memory_order_acquire);
-  if (__builtin_expect(g != NULL, 1))
-    return g == GATE_PASS ? NULL : g;
-  return gate_slow(gpu);
+  return g ? g : gate_slow(gpu);
+}
+
+/* Whether the process's own tenant asks for gating on this GPU: a compute limit, or a
+ * priority, which only means something with turns. */
+static bool own_limits_gate(struct gs_gate *g)
+{
+  return gs__compute_limit_ppm(g->gpu) != 0 || gs_ledger_priority(g->ledger) != GS_PRIO_NORMAL;
+}
+
+/* Looks again at what the gate depends on and opens or closes it. With mu held. The words are
+ * read before anything they guard, so a change made meanwhile moves them past what is
+ * recorded here, and the next launch looks again. */
+static void gate_look(struct gs_gate *g)
+{
+  uint32_t gating = atomic_load(g->gatingp);
+  uint64_t limgen = atomic_load(g->limgenp);
+  bool open = g->b && !GS_GATING_NEEDED(gating) && !own_limits_gate(g);
+  if (open && !atomic_load(&g->open))
+    gs__gate_quit(g);
+  atomic_store(&g->seen_gating, gating);
+  atomic_store(&g->seen_limgen, limgen);
+  atomic_store(&g->open, open);
+}
+
+struct gs_gate *gs__gate_decide(struct gs_gate *g)
+{
+  if (g == &gs__gate_unknown && !(g = gate_find()))
+    return NULL;
+  gs__gate_tls = g;
+  if (g == GATE_PASS)
+    return NULL;
+  pthread_mutex_lock(&g->mu);
+  gate_look(g);
+  pthread_mutex_unlock(&g->mu);
+  return atomic_load(&g->open) ? NULL : g;
 }

@@ -8,9 +8,17 @@
  * starts a new period. Because only the holder of the turn has work on the GPU, that time
  * is the tenant's own.
  *
- * The common case, a launch by the holder of an unexpired turn, reads four words (one of them,
- * the board's turn, shared) and the clock: no lock, no syscall, no allocation. Everything else takes the gate's
- * mutex and may wait: that is the gating.
+ * Most GPUs need no gating: while no tenant on the GPU has a compute limit or a priority (the
+ * board's gating word says so) and the process's own tenant has none, a gate is open, and a
+ * launch costs a thread-local load, two shared loads (the gating word and the generation of
+ * the tenant's limits) and compares with what the gate saw when it last looked (gs__gate_open).
+ * A change to either word sends the next launch of every process through gs__gate_decide,
+ * which looks again: a neighbour that arrives with a limit, or `gpuslice set`, takes effect at
+ * the next launch.
+ *
+ * Where gating is needed, the common case, a launch by the holder of an unexpired turn, reads
+ * four words (one of them, the board's turn, shared) and the clock: no lock, no syscall, no
+ * allocation. Everything else takes the gate's mutex and may wait: that is the gating.
  *
  * Gating fails closed. A gate without a board row (every row taken) waits for one or has
  * its launches refused, as GPUSLICE_BOARD_FULL says; a gate that could not be made at all
@@ -44,6 +52,15 @@ struct gs_markers {
 };
 
 struct gs_gate {
+  /* What the launch path reads, first: the board's gating word and the tenant's limits'
+   * generation (or constants where there is no board or no limits file), as the gate last saw
+   * them, and whether it was open then. Written under mu. */
+  const _Atomic uint32_t *gatingp;
+  const _Atomic uint64_t *limgenp;
+  _Atomic uint32_t seen_gating;
+  _Atomic bool open;
+  _Atomic uint64_t seen_limgen;
+  uint64_t gating_checked_ns; /* when a gated process last had the gating word looked at again */
   struct gs_board *b;
   struct gs_ledger *ledger;
   _Atomic int row; /* on the board; -1 until one is claimed (under mu) */
@@ -64,10 +81,45 @@ struct gs_gate {
   struct gs_markers mk;
 };
 
-/* The gate for the calling thread's GPU, or NULL when the process is no tenant: then
- * launches pass straight through. A GPU that cannot be gated has a gate without a board,
- * which refuses every launch (the reason is logged once). */
-struct gs_gate *gs__gate(void);
+/* The gate of the calling thread's current GPU, cached per thread: &gs__gate_unknown until the
+ * thread first launches and after each change of its current context (gs__ctx_changed). A
+ * process that is no tenant caches an always-open gate. Never NULL. */
+extern __thread struct gs_gate *gs__gate_tls __attribute__((tls_model("initial-exec")));
+extern struct gs_gate gs__gate_unknown;
+
+/* True when g (the cached gate) is open and nothing it depends on has moved since it looked:
+ * the launch goes straight to the driver. */
+static inline bool gs__gate_open(const struct gs_gate *g)
+{
+  return atomic_load_explicit(&g->open, memory_order_relaxed) &&
+    atomic_load_explicit(g->gatingp, memory_order_relaxed) ==
+    atomic_load_explicit(&g->seen_gating, memory_order_relaxed) &&
+    atomic_load_explicit(g->limgenp, memory_order_relaxed) ==
+    atomic_load_explicit(&g->seen_limgen, memory_order_relaxed);
+}
+
+/* After gs__gate_open said no: the gate the launch must pass, or NULL when the launch goes
+ * straight to the driver (the process is no tenant, or the gate is open after all, having
+ * looked again). Finds the thread's gate when g is &gs__gate_unknown. A GPU that cannot be gated has a gate
+ * without a board, which refuses every launch (the reason is logged once). */
+struct gs_gate *gs__gate_decide(struct gs_gate *g);
+
+/* After gs__gate_open said no: g itself when it is closed and nothing has moved (the launch
+ * passes the gate), else what gs__gate_decide says. */
+static inline struct gs_gate *gs__gate_closed(struct gs_gate *g)
+{
+  if (!atomic_load_explicit(&g->open, memory_order_relaxed) &&
+      atomic_load_explicit(g->gatingp, memory_order_relaxed) ==
+        atomic_load_explicit(&g->seen_gating, memory_order_relaxed) &&
+      atomic_load_explicit(g->limgenp, memory_order_relaxed) ==
+        atomic_load_explicit(&g->seen_limgen, memory_order_relaxed))
+    return g;
+  return gs__gate_decide(g);
+}
+
+/* With mu held, as the gate opens: charges what the markers measured and gives back a turn
+ * the process holds, since it will launch without turns from now on. */
+void gs__gate_quit(struct gs_gate *g);
 
 /* Before a launch: returns, with the time, when this process may submit work to the GPU;
  * 0 when the launch is refused (no board, or no row: see gs__gate_row). */
@@ -96,6 +148,29 @@ static inline bool gs__marker_idle(const struct gs_markers *m)
   return m->count == 0;
 }
 
+/* CLOCK_MONOTONIC ns, by clock_gettime. */
 uint64_t gs__mono_ns(void);
+
+/* The gate's clock (gate-clock.c): CLOCK_MONOTONIC ns from the time-stamp counter once its
+ * rate is known, else by clock_gettime. anchor and mult are set before mult is stored. */
+struct gs_gate_clock {
+  uint64_t tsc0, ns0;    /* a counter reading and the time at it */
+  _Atomic uint64_t mult; /* ns per tick, 32.32 fixed point; 0 while unknown */
+};
+extern struct gs_gate_clock gs__gate_clock;
+uint64_t gs__gate_now_slow(void);
+/* From the gate's slow paths: learns the counter's rate, and keeps it in step. */
+void gs__gate_clock_tune(void);
+
+static inline uint64_t gs__gate_now(void)
+{
+#if defined(__x86_64__)
+  uint64_t m = atomic_load_explicit(&gs__gate_clock.mult, memory_order_acquire);
+  if (__builtin_expect(m != 0, 1))
+    return gs__gate_clock.ns0 +
+      (uint64_t) (((unsigned __int128) (__builtin_ia32_rdtsc() - gs__gate_clock.tsc0) * m) >> 32);
+#endif
+  return gs__gate_now_slow();
+}
 
 #endif

@@ -26,12 +26,16 @@ static void undo_destroy(uint64_t ctx)
 static CUresult create(CUcontext *pctx, CUdevice dev, CUresult (*call)(void *), void *args)
 {
   uint64_t bytes = gs__context_reserve();
-  if (!bytes || !pctx)
-    return call(args);
+  if (!bytes || !pctx) {
+    CUresult rc = call(args);
+    gs__ctx_changed(); /* a new context is made current */
+    return rc;
+  }
   CUresult rc = gs__charge(dev, bytes, "a context reserve");
   if (rc != CUDA_SUCCESS)
     return rc;
   rc = call(args);
+  gs__ctx_changed();
   return gs__settle(rc, GS_MAP_CTX, rc == CUDA_SUCCESS ? (uintptr_t) *pctx : 0, bytes, dev,
                     undo_destroy);
 }
@@ -93,7 +97,9 @@ GS_HOOK CUresult cuCtxDestroy_v2(CUcontext ctx)
   uint64_t charge = 0;
   GS_REAL_OR_FAIL(cuCtxDestroy_v2);
   bool ours = gs__forget(GS_MAP_CTX, (uintptr_t) ctx, &charge);
-  return gs__settle_free(gs__cuda.cuCtxDestroy_v2(ctx), GS_MAP_CTX, (uintptr_t) ctx, ours, charge);
+  CUresult rc = gs__cuda.cuCtxDestroy_v2(ctx);
+  gs__ctx_changed(); /* it may have been current */
+  return gs__settle_free(rc, GS_MAP_CTX, (uintptr_t) ctx, ours, charge);
 }
 
 GS_HOOK CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)

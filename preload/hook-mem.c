@@ -10,9 +10,9 @@ static void undo_free(uint64_t p)
   gs__cuda.cuMemFree_v2((CUdeviceptr) p);
 }
 
-static CUresult alloc_tracked(CUdeviceptr *dptr, size_t bytes, const char *what,
-                              CUresult (*call)(CUdeviceptr *, size_t, unsigned int),
-                              unsigned int flags)
+static inline __attribute__((always_inline)) CUresult alloc_tracked(
+  CUdeviceptr *dptr, size_t bytes, const char *what,
+  CUresult (*call)(CUdeviceptr *, size_t, unsigned int), unsigned int flags)
 {
   int gpu = gs__current_gpu();
   CUresult rc = gs__charge(gpu, bytes, what);

@@ -16,6 +16,7 @@
 #include <gpuslice/limits.h>
 #include <gpuslice/peer-limits.h>
 #include <gpuslice/proc.h>
+#include "compute-gate.h"
 #include "pool-reserve.h"
 #include "real.h"
 
@@ -23,13 +24,19 @@ static struct {
   struct gs_ledger *ledger;
   bool failed; /* GPUSLICE_TENANT is set but its ledger could not be attached */
   _Atomic(struct gs_ledger_proc *) slot;
-  struct gs_ptrmap maps[GS_MAP_COUNT];
   _Atomic bool resolved[GS_LEDGER_MAX_GPUS];
   atomic_bool refusal_logged;
   /* What other systems' variables (HAMi's, KAI's) lower this process's limits to, read once
    * at attach: the same in every process of a pod, which carries one environment. */
   struct gs_peer_limits peer;
+  /* The daemon's limits file, when it decides the tenant's limits. */
+  const struct gs_limits *limits;
 } T;
+
+struct gs_ptrmap gs__maps[GS_MAP_COUNT];
+_Atomic bool gs__maps_live;
+struct gs__lane gs__lanes[GS_LEDGER_MAX_GPUS];
+_Atomic bool gs__lane_ready[GS_LEDGER_MAX_GPUS];
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -37,19 +44,21 @@ static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool maps_init(void)
 {
   for (int i = 0; i < GS_MAP_COUNT; i++)
-    if (gs_ptrmap_init(&T.maps[i], 1024) < 0)
+    if (gs_ptrmap_init(&gs__maps[i], 1024) < 0)
       return false;
   return true;
 }
 
 /* After fork the child is a new process for the driver: the parent's allocations are not its
- * own, and it needs a slot of its own. */
+ * own, and it needs a slot of its own (so its lanes, which point at the parent's, close). */
 static void after_fork_in_child(void)
 {
+  for (int i = 0; i < GS_LEDGER_MAX_GPUS; i++)
+    atomic_store(&gs__lane_ready[i], false);
   atomic_store(&T.slot, NULL);
   for (int i = 0; i < GS_MAP_COUNT; i++) {
-    gs_ptrmap_destroy(&T.maps[i]);
-    gs_ptrmap_init(&T.maps[i], 1024);
+    gs_ptrmap_destroy(&gs__maps[i]);
+    gs_ptrmap_init(&gs__maps[i], 1024);
   }
   pthread_mutex_init(&slot_lock, NULL);
   gs__ctx_after_fork();
@@ -72,8 +81,16 @@ __attribute__((destructor)) static void release_at_exit(void)
 static void bind_daemon_limits(void)
 {
   struct gs_limits *lim = NULL;
-  if (gs_limits_find(gs_daemon_dir(), T.ledger, &lim) == 1)
+  if (gs_limits_find(gs_daemon_dir(), T.ledger, &lim) == 1) {
     gs_ledger_set_authority(T.ledger, lim);
+    T.limits = lim;
+  }
+}
+
+const _Atomic uint64_t *gs__limits_generation(void)
+{
+  static const _Atomic uint64_t still = 0;
+  return T.limits ? &T.limits->generation : &still; /* bound at attach, before any gate */
 }
 
 /* A variable of another system that is ignored: said once, at attach. The value is the
@@ -107,11 +124,22 @@ static void attach(void)
   bind_daemon_limits();
   gs__pool_reserve_init();
   pthread_atfork(NULL, NULL, after_fork_in_child);
+  atomic_store_explicit(&gs__maps_live, true, memory_order_release);
+}
+
+/* Set once attach has run, whatever it found: from then on ledger() is a load and a branch. */
+static _Atomic bool attached;
+
+static void attach_once(void)
+{
+  attach();
+  atomic_store_explicit(&attached, true, memory_order_release);
 }
 
 static inline struct gs_ledger *ledger(void)
 {
-  pthread_once(&once, attach);
+  if (__builtin_expect(!atomic_load_explicit(&attached, memory_order_acquire), 0))
+    pthread_once(&once, attach_once);
   return T.ledger;
 }
 
@@ -170,19 +198,43 @@ static void log_refusal(int gpu, uint64_t bytes, const char *what)
          (unsigned long long) effective_limit(gpu));
 }
 
-/* The charge itself, inlined into both entry points below so that the common one,
- * gs__charge, costs no extra call on the allocation path. */
-static inline CUresult charge(int gpu, uint64_t bytes);
+/* The charge the lane could not make, in full: it also opens the lane. */
+static CUresult charge(int gpu, uint64_t bytes);
 
-CUresult gs__charge(int gpu, uint64_t bytes, const char *what)
+CUresult gs__charge_slow(int gpu, uint64_t bytes, const char *what)
 {
   CUresult rc = charge(gpu, bytes);
   return rc == CUDA_ERROR_OUT_OF_MEMORY ? gs__refuse(gpu, bytes, what) : rc;
 }
 
-CUresult gs__charge_quiet(int gpu, uint64_t bytes)
+CUresult gs__charge_quiet_slow(int gpu, uint64_t bytes)
 {
   return charge(gpu, bytes);
+}
+
+/* Once the process has a slot and its limit on gpu is known, the lane to charge gpu by. */
+static void lane_open(int gpu, struct gs_ledger_proc *p)
+{
+  struct gs_ledger_gpu *g = &T.ledger->gpu[gpu];
+  if (atomic_load(&gs__lane_ready[gpu]))
+    return;
+  gs__lanes[gpu] = (struct gs__lane){
+    .used = &g->used_bytes,
+    .peak = &g->peak_bytes,
+    .proc_used = &p->used[gpu],
+    .limit = T.limits ? &T.limits->limit_bytes[gpu] : &g->limit_bytes,
+    .cap = T.peer.mem_bytes[gpu],
+  };
+  atomic_store_explicit(&gs__lane_ready[gpu], true, memory_order_release);
+}
+
+void gs__peak_raise(struct gs__lane *ln, uint64_t now_used)
+{
+  uint64_t peak = atomic_load_explicit(ln->peak, memory_order_relaxed);
+  while (now_used > peak &&
+         !atomic_compare_exchange_weak_explicit(ln->peak, &peak, now_used, memory_order_relaxed,
+                                                memory_order_relaxed))
+    ;
 }
 
 CUresult gs__refuse(int gpu, uint64_t bytes, const char *what)
@@ -192,7 +244,7 @@ CUresult gs__refuse(int gpu, uint64_t bytes, const char *what)
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-static inline CUresult charge(int gpu, uint64_t bytes)
+static CUresult charge(int gpu, uint64_t bytes)
 {
   struct gs_ledger *l = ledger();
   if (!l)
@@ -203,6 +255,7 @@ static inline CUresult charge(int gpu, uint64_t bytes)
   if (!p)
     return CUDA_ERROR_NOT_PERMITTED;
   resolve_limit(gpu);
+  lane_open(gpu, p);
   uint64_t cap = T.peer.mem_bytes[gpu];
   if (gs_ledger_reserve_within(l, p, gpu, bytes, cap) == 0)
     return CUDA_SUCCESS;
@@ -227,7 +280,7 @@ void gs__charge_force(int gpu, uint64_t bytes)
   atomic_fetch_add(&T.ledger->gpu[gpu].used_bytes, bytes);
 }
 
-void gs__uncharge(int gpu, uint64_t bytes)
+void gs__uncharge_slow(int gpu, uint64_t bytes)
 {
   struct gs_ledger_proc *p;
   if (!ledger() || gpu < 0 || gpu >= GS_LEDGER_MAX_GPUS || !(p = slot()))
@@ -235,17 +288,17 @@ void gs__uncharge(int gpu, uint64_t bytes)
   gs_ledger_release(T.ledger, p, gpu, bytes);
 }
 
-bool gs__remember(enum gs_map map, uint64_t key, uint64_t bytes, int gpu)
+bool gs__remember_slow(enum gs_map map, uint64_t key, uint64_t bytes, int gpu)
 {
   if (!ledger() || gpu < 0 || gpu >= GS_LEDGER_MAX_GPUS)
     return true; /* nothing was charged, so there is nothing to remember */
-  return gs_ptrmap_put(&T.maps[map], key, GS_CHARGE(bytes, gpu)) == 0;
+  return gs_ptrmap_put(&gs__maps[map], key, GS_CHARGE(bytes, gpu)) == 0;
 }
 
-bool gs__forget(enum gs_map map, uint64_t key, uint64_t *charge)
+bool gs__forget_slow(enum gs_map map, uint64_t key, uint64_t *charge)
 {
   uint64_t v;
-  if (!ledger() || !gs_ptrmap_take(&T.maps[map], key, &v))
+  if (!ledger() || !gs_ptrmap_take(&gs__maps[map], key, &v))
     return false;
   gs__uncharge(GS_CHARGE_GPU(v), GS_CHARGE_BYTES(v));
   if (charge)
@@ -255,45 +308,55 @@ bool gs__forget(enum gs_map map, uint64_t key, uint64_t *charge)
 
 bool gs__peek(enum gs_map map, uint64_t key, uint64_t *charge)
 {
-  return ledger() && gs_ptrmap_get(&T.maps[map], key, charge);
+  return ledger() && gs_ptrmap_get(&gs__maps[map], key, charge);
 }
 
 bool gs__map_put(enum gs_map map, uint64_t key, uint64_t value)
 {
-  return ledger() && gs_ptrmap_put(&T.maps[map], key, value) == 0;
+  return ledger() && gs_ptrmap_put(&gs__maps[map], key, value) == 0;
 }
 
 bool gs__map_get(enum gs_map map, uint64_t key, uint64_t *value)
 {
-  return ledger() && gs_ptrmap_get(&T.maps[map], key, value);
+  return ledger() && gs_ptrmap_get(&gs__maps[map], key, value);
 }
 
 bool gs__map_take(enum gs_map map, uint64_t key, uint64_t *value)
 {
-  return ledger() && gs_ptrmap_take(&T.maps[map], key, value);
+  return ledger() && gs_ptrmap_take(&gs__maps[map], key, value);
 }
 
 bool gs__map_add(enum gs_map map, uint64_t key, int64_t delta, uint64_t *after)
 {
-  return ledger() && gs_ptrmap_add(&T.maps[map], key, delta, after);
+  return ledger() && gs_ptrmap_add(&gs__maps[map], key, delta, after);
 }
 
 /* 1 when the process sees exactly one GPU, 0 when it sees more, -1 until known. */
 static _Atomic int single_gpu = -1;
+__thread int gs__tls_gpu __attribute__((tls_model("initial-exec")));
 
-int gs__current_gpu(void)
+int gs__current_gpu_slow(void)
 {
   CUdevice dev;
   int n, single = atomic_load_explicit(&single_gpu, memory_order_relaxed);
-  /* With one GPU visible every context is on GPU 0: no need to ask the driver on each call. */
-  if (single == 1)
+  /* With one GPU visible every context is on GPU 0: no need to ask the driver. */
+  if (single == 1) {
+    gs__tls_gpu = 1;
     return 0;
+  }
   gs__cuda_resolve();
   if (single < 0 && gs__cuda.cuDeviceGetCount && gs__cuda.cuDeviceGetCount(&n) == CUDA_SUCCESS)
     atomic_store_explicit(&single_gpu, n == 1, memory_order_relaxed);
   if (!gs__cuda.cuCtxGetDevice || gs__cuda.cuCtxGetDevice(&dev) != CUDA_SUCCESS)
-    return -1;
+    return -1; /* no current context: nothing to remember */
+  gs__tls_gpu = dev + 1;
   return dev;
+}
+
+void gs__ctx_changed(void)
+{
+  gs__tls_gpu = 0;
+  gs__gate_tls = &gs__gate_unknown;
 }
 
 bool gs__limit(int gpu, uint64_t *limit, uint64_t *used)

@@ -8,6 +8,7 @@
 #ifndef GS_PRELOAD_QUOTA_H
 #define GS_PRELOAD_QUOTA_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -38,23 +39,118 @@ struct gs_ledger *gs__tenant_ledger(void);
 /* True when this process belongs to a tenant whose ledger is attached. */
 bool gs__tenant_active(void);
 
+/* ---- the allocation path's fast lane (inline, below) ---- */
+
+#define GS_QUOTA_INLINE static inline __attribute__((always_inline))
+
+/* What charging gpu touches, once the process has a ledger slot and knows its limit there:
+ * the tenant's usage and peak, the process's slot, the limit in force (the daemon's limits
+ * file or the ledger) and the cap of other systems' variables (GS_LIMIT_NONE when none). Set
+ * once per GPU by the first full charge; closed again in a forked child. */
+struct gs__lane {
+  _Atomic uint64_t *used, *peak, *proc_used;
+  const _Atomic uint64_t *limit;
+  uint64_t cap;
+};
+extern struct gs__lane gs__lanes[GS_LEDGER_MAX_GPUS];
+extern _Atomic bool gs__lane_ready[GS_LEDGER_MAX_GPUS];
+/* The maps, and whether they are up: true once the process is attached to its tenant. */
+extern struct gs_ptrmap gs__maps[GS_MAP_COUNT];
+extern _Atomic bool gs__maps_live;
+
+/* The full paths behind the inline ones: everything the lane does not cover (no tenant yet
+ * or at all, a GPU beyond the ledger, the limit reached: reaping, pools, the refusal). */
+CUresult gs__charge_slow(int gpu, uint64_t bytes, const char *what);
+CUresult gs__charge_quiet_slow(int gpu, uint64_t bytes);
+void gs__uncharge_slow(int gpu, uint64_t bytes);
+bool gs__remember_slow(enum gs_map map, uint64_t key, uint64_t bytes, int gpu);
+bool gs__forget_slow(enum gs_map map, uint64_t key, uint64_t *charge);
+void gs__peak_raise(struct gs__lane *ln, uint64_t now_used);
+
+GS_QUOTA_INLINE struct gs__lane *gs__lane(int gpu)
+{
+  return (unsigned) gpu < GS_LEDGER_MAX_GPUS &&
+      atomic_load_explicit(&gs__lane_ready[gpu], memory_order_acquire)
+    ? &gs__lanes[gpu]
+    : NULL;
+}
+
+/* The lane's charge: one compare-and-swap against the limit, one add to the slot. False when
+ * it does not fit (the full path then looks again, and may reap or refuse). */
+GS_QUOTA_INLINE bool gs__lane_charge(struct gs__lane *ln, uint64_t bytes)
+{
+  uint64_t limit = atomic_load_explicit(ln->limit, memory_order_relaxed);
+  uint64_t cur = atomic_load_explicit(ln->used, memory_order_relaxed);
+  if (ln->cap < limit)
+    limit = ln->cap;
+  while (bytes <= limit && cur <= limit - bytes)
+    if (atomic_compare_exchange_weak_explicit(ln->used, &cur, cur + bytes, memory_order_acq_rel,
+                                              memory_order_relaxed)) {
+      atomic_fetch_add_explicit(ln->proc_used, bytes, memory_order_relaxed);
+      if (__builtin_expect(cur + bytes > atomic_load_explicit(ln->peak, memory_order_relaxed), 0))
+        gs__peak_raise(ln, cur + bytes);
+      return true;
+    }
+  return false;
+}
+
 /* Charges bytes on gpu to the tenant before the driver is asked for them. CUDA_SUCCESS, or
  * CUDA_ERROR_OUT_OF_MEMORY past the limit (logged once), or CUDA_ERROR_NOT_PERMITTED when the
  * ledger is unreadable. Always succeeds when the process is no tenant. */
-CUresult gs__charge(int gpu, uint64_t bytes, const char *what);
+GS_QUOTA_INLINE CUresult gs__charge(int gpu, uint64_t bytes, const char *what)
+{
+  struct gs__lane *ln = gs__lane(gpu);
+  if (__builtin_expect(ln && gs__lane_charge(ln, bytes), 1))
+    return CUDA_SUCCESS;
+  return gs__charge_slow(gpu, bytes, what);
+}
+
 /* gs__charge without the refusal's log line, for a caller with another way to try first;
  * gs__refuse then logs it (once per process) and returns CUDA_ERROR_OUT_OF_MEMORY. */
-CUresult gs__charge_quiet(int gpu, uint64_t bytes);
+GS_QUOTA_INLINE CUresult gs__charge_quiet(int gpu, uint64_t bytes)
+{
+  struct gs__lane *ln = gs__lane(gpu);
+  if (ln && gs__lane_charge(ln, bytes))
+    return CUDA_SUCCESS;
+  return gs__charge_quiet_slow(gpu, bytes);
+}
 CUresult gs__refuse(int gpu, uint64_t bytes, const char *what);
 /* Charges without checking the limit: for putting back what a failed free had released. */
 void gs__charge_force(int gpu, uint64_t bytes);
-void gs__uncharge(int gpu, uint64_t bytes);
+
+GS_QUOTA_INLINE void gs__uncharge(int gpu, uint64_t bytes)
+{
+  struct gs__lane *ln = gs__lane(gpu);
+  if (__builtin_expect(ln == NULL, 0)) {
+    gs__uncharge_slow(gpu, bytes);
+    return;
+  }
+  atomic_fetch_sub_explicit(ln->proc_used, bytes, memory_order_relaxed);
+  atomic_fetch_sub_explicit(ln->used, bytes, memory_order_acq_rel);
+}
 
 /* Records what was charged for key; on failure (no memory for the map) returns false and the
  * caller undoes the allocation. */
-bool gs__remember(enum gs_map map, uint64_t key, uint64_t bytes, int gpu);
+GS_QUOTA_INLINE bool gs__remember(enum gs_map map, uint64_t key, uint64_t bytes, int gpu)
+{
+  if (__builtin_expect(gs__lane(gpu) != NULL, 1))
+    return gs_ptrmap_put(&gs__maps[map], key, GS_CHARGE(bytes, gpu)) == 0;
+  return gs__remember_slow(map, key, bytes, gpu);
+}
+
 /* Forgets key and gives back its charge. False when gpuslice never charged for it. */
-bool gs__forget(enum gs_map map, uint64_t key, uint64_t *charge);
+GS_QUOTA_INLINE bool gs__forget(enum gs_map map, uint64_t key, uint64_t *charge)
+{
+  uint64_t v;
+  if (__builtin_expect(!atomic_load_explicit(&gs__maps_live, memory_order_acquire), 0))
+    return gs__forget_slow(map, key, charge);
+  if (!gs_ptrmap_take(&gs__maps[map], key, &v))
+    return false;
+  gs__uncharge(GS_CHARGE_GPU(v), GS_CHARGE_BYTES(v));
+  if (charge)
+    *charge = v;
+  return true;
+}
 /* What was charged for key, leaving it recorded. False when gpuslice never charged for it. */
 bool gs__peek(enum gs_map map, uint64_t key, uint64_t *charge);
 
@@ -65,8 +161,22 @@ bool gs__map_get(enum gs_map map, uint64_t key, uint64_t *value);
 bool gs__map_take(enum gs_map map, uint64_t key, uint64_t *value);
 bool gs__map_add(enum gs_map map, uint64_t key, int64_t delta, uint64_t *after);
 
-/* The GPU the calling thread's current context is on, or -1. */
-int gs__current_gpu(void);
+/* The GPU the calling thread's current context is on, or -1. Cached per thread until
+ * gs__ctx_changed: the thread's GPU plus one, 0 when not known. */
+extern __thread int gs__tls_gpu __attribute__((tls_model("initial-exec")));
+int gs__current_gpu_slow(void);
+GS_QUOTA_INLINE int gs__current_gpu(void)
+{
+  int v = gs__tls_gpu;
+  return __builtin_expect(v != 0, 1) ? v - 1 : gs__current_gpu_slow();
+}
+/* The calling thread's current context may have changed (the context hooks): forgets what was
+ * cached about it, its GPU and its compute gate. */
+void gs__ctx_changed(void);
+
+/* The generation of the tenant's limits file (bumped by the daemon at every change), or of a
+ * word that never moves when limits are the ledger's own. */
+const _Atomic uint64_t *gs__limits_generation(void);
 
 /* Forgets the primary contexts counted so far: a forked child has none of its own. */
 void gs__ctx_after_fork(void);

@@ -70,10 +70,13 @@ static void fill(void *h, const struct sym *syms, size_t n)
     *syms[i].fn = gs__real_dlsym(h, syms[i].name);
 }
 
+_Atomic bool gs__cuda_ready;
+
 static void cuda_load(void)
 {
   cuda_handle = load("libcuda.so.1");
   fill(cuda_handle, cuda_syms, sizeof(cuda_syms) / sizeof(cuda_syms[0]));
+  atomic_store_explicit(&gs__cuda_ready, true, memory_order_release);
 }
 
 static void nvml_load(void)
@@ -81,7 +84,7 @@ static void nvml_load(void)
   fill(load("libnvidia-ml.so.1"), nvml_syms, sizeof(nvml_syms) / sizeof(nvml_syms[0]));
 }
 
-void gs__cuda_resolve(void)
+void gs__cuda_resolve_slow(void)
 {
   pthread_once(&cuda_once, cuda_load);
 }

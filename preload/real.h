@@ -7,6 +7,9 @@
 #ifndef GS_PRELOAD_REAL_H
 #define GS_PRELOAD_REAL_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+
 #include "gs-cuda.h"
 #include "gs-nvml.h"
 
@@ -26,6 +29,7 @@
   X(cuMemCreate) X(cuMemRelease) X(cuArrayCreate) X(cuArrayCreate_v2)      \
   X(cuArray3DCreate) X(cuArray3DCreate_v2) X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy)  \
   X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)                      \
+  X(cuCtxSetCurrent) X(cuCtxPushCurrent) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent) X(cuCtxPopCurrent_v2) \
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2)      \
   X(cuMemGetAddressRange_v2) X(cuIpcOpenMemHandle) X(cuIpcOpenMemHandle_v2) X(cuIpcCloseMemHandle)  \
   X(cuMemImportFromShareableHandle) X(cuMemGetAllocationPropertiesFromHandle) X(cuMemMap) X(cuMemUnmap) X(cuMemRetainAllocationHandle)    \
@@ -47,10 +51,17 @@ struct gs_nvml_real {
 };
 #undef GS_REAL_FIELD
 
-/* Resolved on first call; thread-safe. A missing library leaves every entry NULL. */
+/* Resolved on first call; thread-safe. A missing library leaves every entry NULL. Once
+ * gs__cuda is filled, gs__cuda_resolve is a load and a branch. */
 extern struct gs_cuda_real gs__cuda;
 extern struct gs_nvml_real gs__nvml;
-void gs__cuda_resolve(void);
+extern _Atomic bool gs__cuda_ready;
+void gs__cuda_resolve_slow(void);
+static inline void gs__cuda_resolve(void)
+{
+  if (__builtin_expect(!atomic_load_explicit(&gs__cuda_ready, memory_order_acquire), 0))
+    gs__cuda_resolve_slow();
+}
 void gs__nvml_resolve(void);
 
 /* glibc's own dlsym, for lookups that must not meet the interposer's. */

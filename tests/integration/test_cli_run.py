@@ -141,10 +141,13 @@ def hook_list():
 
 
 def hook_definitions():
-    """Functions defined with GS_HOOK in preload/*.c."""
+    """Functions defined with GS_HOOK in preload/*.c, or by GS_GATED_HOOK (hook-launch.c's
+    launch hooks, which define fn with GS_HOOK)."""
     names = set()
     for src in PRELOAD_SRC.glob("*.c"):
-        names |= set(re.findall(r"^GS_HOOK\b[^(;]*?(\w+)\s*\(", src.read_text(), flags=re.M))
+        text = src.read_text()
+        names |= set(re.findall(r"^GS_HOOK\b[^(;]*?(\w+)\s*\(", text, flags=re.M))
+        names |= set(re.findall(r"^GS_GATED_HOOK\((\w+),", text, flags=re.M))
     return names
 
 
