@@ -140,7 +140,12 @@ int proc_watch_prune(struct watched_proc *v, int n);
 
 /* One GPU of a tenant, as last sampled from its ledger. */
 struct tenant_gpu {
-  uint64_t used_bytes, peak_bytes, gpu_ns, throttled_ns;
+  uint64_t used_bytes, peak_bytes, throttled_ns;
+  /* Device time: gate_ns is what the tenant's compute gates measured (the ledger's); gpu_ns is
+   * the daemon's count, which takes NVML's word (smUtil) for the intervals the gates measured
+   * nothing in, since an open gate measures nothing (sampler_gpu_time). */
+  uint64_t gpu_ns, gate_ns, gate_seen_ns;
+  bool gate_seen;
   uint32_t share_ppm;
   uint64_t last_gpu_ns, last_throttled_ns; /* at the previous interval row */
   /* What NVML says, from the verifier (verifier.c): the tenant's processes' usedGpuMemory and
@@ -371,8 +376,10 @@ struct daemon {
   struct verify_seen *vseen;
   int nseen, nseen_sorted, seen_cap;
   uint64_t vseen_sig;
-  uint64_t vsample;         /* the verifier's runs, counted */
-  uint64_t verify_ns_total; /* time the verifier took, all in all */
+  uint64_t vsample;                     /* the verifier's runs, counted */
+  bool vutil_fresh[GS_LEDGER_MAX_GPUS]; /* NVML's utilization was read for that GPU this sample */
+  double gpu_time_mono;                 /* when device time was last counted */
+  uint64_t verify_ns_total;             /* time the verifier took, all in all */
 };
 
 double daemon_now_unix(void);

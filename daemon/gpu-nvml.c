@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpu-nvml.h"
 #include "verify.h"
@@ -331,4 +332,11 @@ void nvml_process_util(struct nvml *n, int index, struct verify_proc *p, int np)
   }
   for (int i = 0; i < np; i++)
     p[i].sm_pct = samples[i] ? sum[i] / samples[i] : 0;
+  /* The next call asks for what came after this one, samples or not, so that each reading is
+   * about the interval since the last (what the sampler counts device time over). */
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  unsigned long long now_us = (unsigned long long) ts.tv_sec * 1000000ull + ts.tv_nsec / 1000;
+  if (now_us > n->util_seen[index])
+    n->util_seen[index] = now_us;
 }

@@ -475,7 +475,7 @@ static bool tenant_sample(struct tenant *t)
     struct tenant_gpu *tg = &t->gpu[g];
     tg->used_bytes = l.gpu[g].used_bytes;
     tg->peak_bytes = l.gpu[g].peak_bytes;
-    tg->gpu_ns = l.gpu[g].gpu_ns;
+    tg->gate_ns = l.gpu[g].gpu_ns;
     tg->throttled_ns = l.gpu[g].throttled_ns;
     tg->share_ppm = l.gpu[g].share_ppm;
   }

@@ -153,6 +153,28 @@ static void end_exited(struct daemon *d)
       sampler_end_tenant(d, d->reg.v[i], -1);
 }
 
+/* Counts each tenant's device time for the interval: what its gates measured, or, where they
+ * measured nothing (open gates measure nothing: no tenant on the GPU needs turns), NVML's
+ * smUtil for its processes over the interval, as the verifier read it. The first reading of a
+ * ledger is taken whole: it is what the tenant used before the daemon knew it. */
+static void sampler_gpu_time(struct daemon *d)
+{
+  double now = daemon_now_mono(), dt = d->gpu_time_mono ? now - d->gpu_time_mono : 0;
+  d->gpu_time_mono = now;
+  for (int i = 0; i < d->reg.n; i++)
+    for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
+      struct tenant_gpu *tg = &d->reg.v[i]->gpu[g];
+      uint64_t add = tg->gate_ns >= tg->gate_seen_ns ? tg->gate_ns - tg->gate_seen_ns : tg->gate_ns;
+      if (!tg->gate_seen)
+        add = tg->gate_ns > tg->gpu_ns ? tg->gate_ns - tg->gpu_ns : 0;
+      else if (!add && g < d->snap.ngpus && d->vutil_fresh[g])
+        add = (uint64_t) ((double) tg->nvml_ppm * 1e-3 * dt * 1e6); /* ppm of dt seconds, in ns */
+      tg->gpu_ns += add;
+      tg->gate_seen_ns = tg->gate_ns;
+      tg->gate_seen = true;
+    }
+}
+
 int sampler_run(struct daemon *d)
 {
   double t0 = daemon_now_mono();
@@ -162,6 +184,7 @@ int sampler_run(struct daemon *d)
   sampler_adopt(d);
   registry_sample(&d->reg);
   verifier_run(d);
+  sampler_gpu_time(d);
   double now = daemon_now_unix();
   if (usage_db_interval(d->db, d->reg.v, d->reg.n, d->snap.ngpus, d->gpu_totals, now, &err) < 0) {
     GS_LOG(GS_LOG_ERROR, "%s", err->msg);

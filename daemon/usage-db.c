@@ -211,6 +211,8 @@ static void restore_counters(struct usage_db *db, struct tenant *t)
     if (g < 0 || g >= GS_LEDGER_MAX_GPUS)
       continue;
     t->gpu[g].last_gpu_ns = (uint64_t) sqlite3_column_int64(st, 1);
+    if (t->gpu[g].gpu_ns < t->gpu[g].last_gpu_ns)
+      t->gpu[g].gpu_ns = t->gpu[g].last_gpu_ns; /* carries on from what was counted */
     t->gpu[g].last_throttled_ns = (uint64_t) sqlite3_column_int64(st, 2);
     double end = sqlite3_column_double(st, 3);
     if (end > t->last_end)

@@ -291,6 +291,7 @@ static void verify_gpu(struct daemon *d, int g, int nroots, struct slot_table *s
     return; /* NVML cannot say: the last verdicts stand */
   attribute(d, d->vprocs, np, nroots, st);
   nvml_process_util(d->nvml, g, d->vprocs, np);
+  d->vutil_fresh[g] = true;
   for (int ti = 0; ti < d->reg.n; ti++)
     if (!d->reg.v[ti]->exited)
       check_tenant(d, ti, g, d->vprocs, np);
@@ -310,8 +311,10 @@ void verifier_run(struct daemon *d)
   d->vseen_sig = sig;
   d->vsample++;
   struct slot_table st = { 0 };
-  for (int g = 0; g < d->snap.ngpus; g++)
+  for (int g = 0; g < d->snap.ngpus; g++) {
+    d->vutil_fresh[g] = false;
     verify_gpu(d, g, nroots, &st);
+  }
   free(st.v);
   verify_seen_sweep(d);
   d->verify_ns_total += mono_ns() - t0;
