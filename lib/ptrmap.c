@@ -3,21 +3,11 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <string.h>
 #include <sys/mman.h>
 
-#define KEY_EMPTY 0ULL
-#define KEY_GONE 1ULL
-#define KEY_BUSY 2ULL
+#define KEY_BUSY GS_PTRMAP_BUSY
 #define MIN_CAP 64ULL
-
-/* Device pointers are aligned, so their low bits carry little: mix before masking. */
-static inline uint64_t mix(uint64_t k)
-{
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  return k;
-}
 
 static size_t table_bytes(uint64_t cap)
 {
@@ -35,6 +25,7 @@ static struct gs_ptrmap_table *table_new(uint64_t want)
   if (t == MAP_FAILED)
     return NULL;
   t->mask = cap - 1;
+  t->shift = 64 - (unsigned) __builtin_ctzll(cap);
   return t;
 }
 
@@ -51,7 +42,8 @@ int gs_ptrmap_init(struct gs_ptrmap *m, uint64_t initial)
   atomic_init(&m->table, t);
   atomic_init(&m->active, 0);
   atomic_init(&m->resizing, false);
-  atomic_init(&m->live, 0);
+  m->min_mask = t->mask;
+  m->spare = NULL;
   pthread_mutex_init(&m->resize_lock, NULL);
   return 0;
 }
@@ -59,69 +51,51 @@ int gs_ptrmap_init(struct gs_ptrmap *m, uint64_t initial)
 void gs_ptrmap_destroy(struct gs_ptrmap *m)
 {
   table_free(atomic_load(&m->table));
+  if (m->spare)
+    table_free(m->spare);
   pthread_mutex_destroy(&m->resize_lock);
 }
 
-/* Announces an operation; waits only while a rebuild is under way. The increment and the
- * flag check pair with the rebuilder's flag store and count check (both sequentially
- * consistent), so either the operation sees the flag or the rebuilder sees the operation. */
-static struct gs_ptrmap_table *enter(struct gs_ptrmap *m)
+/* A rebuild is under way: steps back out and waits for it, then announces itself again. */
+struct gs_ptrmap_table *gs__ptrmap_enter_wait(struct gs_ptrmap *m)
 {
   for (;;) {
-    atomic_fetch_add(&m->active, 1);
-    if (!atomic_load(&m->resizing))
-      return atomic_load_explicit(&m->table, memory_order_acquire);
     atomic_fetch_sub(&m->active, 1);
     while (atomic_load(&m->resizing))
       sched_yield();
+    atomic_fetch_add(&m->active, 1);
+    if (!atomic_load(&m->resizing))
+      return atomic_load_explicit(&m->table, memory_order_acquire);
   }
 }
 
-static void leave(struct gs_ptrmap *m)
+static uint64_t live_in(struct gs_ptrmap_table *t)
 {
-  atomic_fetch_sub_explicit(&m->active, 1, memory_order_release);
+  uint64_t live = 0;
+  for (uint64_t i = 0; i <= t->mask; i++)
+    live += atomic_load(&t->slot[i].key) > KEY_BUSY;
+  return live;
 }
 
-enum put_result { PUT_DONE, PUT_FULL };
-
-static enum put_result table_put(struct gs_ptrmap_table *t, uint64_t key, uint64_t value)
+/* A table for at least want entries: the spare one, wiped, when it is the size wanted (the
+ * common case, a table full of removed entries rebuilt at its own size: no system call). */
+static struct gs_ptrmap_table *table_for(struct gs_ptrmap *m, uint64_t want)
 {
-  uint64_t i = mix(key) & t->mask;
-  for (uint64_t n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
-    struct gs_ptrmap_entry *e = &t->slot[i];
-    uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
-    if (k != KEY_EMPTY && k != KEY_GONE)
-      continue;
-    if (k == KEY_EMPTY &&
-        atomic_load_explicit(&t->claimed, memory_order_relaxed) * 2 >= t->mask + 1)
-      return PUT_FULL; /* half claimed: rebuild rather than lengthen probe chains */
-    /* Claim the slot before writing the value, so two writers never share one slot. */
-    if (!atomic_compare_exchange_strong_explicit(&e->key, &k, KEY_BUSY, memory_order_acquire,
-                                                 memory_order_relaxed))
-      continue;
-    if (k == KEY_EMPTY)
-      atomic_fetch_add_explicit(&t->claimed, 1, memory_order_relaxed);
-    atomic_store_explicit(&e->value, value, memory_order_relaxed);
-    atomic_store_explicit(&e->key, key, memory_order_release);
-    return PUT_DONE;
+  uint64_t cap = m->min_mask + 1;
+  while (cap < want)
+    cap <<= 1;
+  struct gs_ptrmap_table *t = m->spare;
+  if (t && t->mask + 1 == cap) {
+    m->spare = NULL;
+    memset(t->slot, 0, cap * sizeof(t->slot[0])); /* mask and shift stay: the same size */
+    atomic_store(&t->claimed, 0);
+    return t;
   }
-  return PUT_FULL;
+  return table_new(cap);
 }
 
-static struct gs_ptrmap_entry *table_find(struct gs_ptrmap_table *t, uint64_t key)
-{
-  uint64_t i = mix(key) & t->mask;
-  for (uint64_t p = 0; p <= t->mask; p++, i = (i + 1) & t->mask) {
-    uint64_t k = atomic_load_explicit(&t->slot[i].key, memory_order_acquire);
-    if (k == key)
-      return &t->slot[i];
-    if (k == KEY_EMPTY)
-      return NULL;
-  }
-  return NULL;
-}
-
-/* Rebuilds the table at four times the live count, once no operation is inside it. */
+/* Rebuilds the table at four times the live count (never below its first size), once no
+ * operation is inside it; the old table is kept as the next rebuild's spare. */
 static int rebuild(struct gs_ptrmap *m, struct gs_ptrmap_table *full)
 {
   int rc = 0;
@@ -131,10 +105,7 @@ static int rebuild(struct gs_ptrmap *m, struct gs_ptrmap_table *full)
   atomic_store(&m->resizing, true);
   while (atomic_load(&m->active) != 0)
     sched_yield();
-  uint64_t live = 0;
-  for (uint64_t i = 0; i <= full->mask; i++)
-    live += atomic_load(&full->slot[i].key) > KEY_BUSY;
-  struct gs_ptrmap_table *t = table_new(live * 4);
+  struct gs_ptrmap_table *t = table_for(m, live_in(full) * 4);
   if (!t) {
     errno = ENOMEM;
     rc = -1;
@@ -142,10 +113,12 @@ static int rebuild(struct gs_ptrmap *m, struct gs_ptrmap_table *full)
     for (uint64_t i = 0; i <= full->mask; i++) {
       uint64_t k = atomic_load(&full->slot[i].key);
       if (k > KEY_BUSY)
-        table_put(t, k, atomic_load(&full->slot[i].value));
+        gs__ptrmap_table_put(t, k, atomic_load(&full->slot[i].value));
     }
     atomic_store(&m->table, t);
-    table_free(full);
+    if (m->spare)
+      table_free(m->spare);
+    m->spare = full;
   }
   atomic_store(&m->resizing, false);
 out:
@@ -153,60 +126,42 @@ out:
   return rc;
 }
 
-int gs_ptrmap_put(struct gs_ptrmap *m, uint64_t key, uint64_t value)
+int gs__ptrmap_put_rebuild(struct gs_ptrmap *m, struct gs_ptrmap_table *full, uint64_t key,
+                           uint64_t value)
 {
   for (;;) {
-    struct gs_ptrmap_table *t = enter(m);
-    enum put_result r = table_put(t, key, value);
-    leave(m);
-    if (r == PUT_DONE) {
-      atomic_fetch_add_explicit(&m->live, 1, memory_order_relaxed);
-      return 0;
-    }
-    if (rebuild(m, t) < 0)
+    if (rebuild(m, full) < 0)
       return -1;
+    full = gs__ptrmap_enter(m);
+    bool done = gs__ptrmap_table_put(full, key, value);
+    gs__ptrmap_leave(m);
+    if (done)
+      return 0;
   }
 }
 
 bool gs_ptrmap_get(struct gs_ptrmap *m, uint64_t key, uint64_t *value)
 {
-  struct gs_ptrmap_entry *e = table_find(enter(m), key);
+  struct gs_ptrmap_entry *e = gs__ptrmap_table_find(gs__ptrmap_enter(m), key);
   if (e)
     *value = atomic_load_explicit(&e->value, memory_order_relaxed);
-  leave(m);
+  gs__ptrmap_leave(m);
   return e != NULL;
 }
 
 bool gs_ptrmap_add(struct gs_ptrmap *m, uint64_t key, int64_t delta, uint64_t *after)
 {
-  struct gs_ptrmap_entry *e = table_find(enter(m), key);
+  struct gs_ptrmap_entry *e = gs__ptrmap_table_find(gs__ptrmap_enter(m), key);
   if (e)
     *after = atomic_fetch_add_explicit(&e->value, (uint64_t) delta, memory_order_acq_rel) +
       (uint64_t) delta;
-  leave(m);
+  gs__ptrmap_leave(m);
   return e != NULL;
-}
-
-bool gs_ptrmap_take(struct gs_ptrmap *m, uint64_t key, uint64_t *value)
-{
-  bool ok = false;
-  struct gs_ptrmap_entry *e = table_find(enter(m), key);
-  if (e) {
-    uint64_t v = atomic_load_explicit(&e->value, memory_order_relaxed);
-    uint64_t k = key;
-    /* Of two concurrent removers, the compare-and-swap lets exactly one through. */
-    ok = atomic_compare_exchange_strong_explicit(&e->key, &k, KEY_GONE, memory_order_acq_rel,
-                                                 memory_order_relaxed);
-    if (ok)
-      *value = v;
-  }
-  leave(m);
-  if (ok)
-    atomic_fetch_sub_explicit(&m->live, 1, memory_order_relaxed);
-  return ok;
 }
 
 uint64_t gs_ptrmap_count(struct gs_ptrmap *m)
 {
-  return atomic_load_explicit(&m->live, memory_order_relaxed);
+  uint64_t n = live_in(gs__ptrmap_enter(m));
+  gs__ptrmap_leave(m);
+  return n;
 }
