@@ -27,6 +27,7 @@ static const char usage[] =
   "  --pair-batch N    alloc+free pairs per sample (default 200)\n"
   "  --bytes N         size of each allocation in bytes (default 4096)\n"
   "  --live L,L,...    live allocation counts to time the pair at (default 10,1000,100000)\n"
+  "  --ops OPS         which to run: all (default), launch (both launches) or pairs\n"
   "  --quick           a few small samples: checks that everything runs, measures nothing\n"
   "  -h, --help        show this help\n";
 
@@ -66,6 +67,19 @@ static int parse_live(const char *s, struct bench_opts *o)
   return o->nlive ? 0 : bad("--live", s, "empty list");
 }
 
+static int parse_ops(const char *s, struct bench_opts *o)
+{
+  if (strcmp(s, "all") == 0)
+    o->ops = BENCH_OP_ALL;
+  else if (strcmp(s, "launch") == 0)
+    o->ops = BENCH_OP_LAUNCH | BENCH_OP_PROCADDR;
+  else if (strcmp(s, "pairs") == 0)
+    o->ops = BENCH_OP_PAIRS;
+  else
+    return bad("--ops", s, "want all, launch or pairs");
+  return 0;
+}
+
 static void quick(struct bench_opts *o)
 {
   o->rounds = 3;
@@ -85,6 +99,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
     { "pair-batch", required_argument, NULL, 'p' },
     { "bytes", required_argument, NULL, 'b' },
     { "live", required_argument, NULL, 'L' },
+    { "ops", required_argument, NULL, 'o' },
     { "quick", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -110,6 +125,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
       o->alloc_bytes = (size_t) v;
       break;
     case 'L': rc = parse_live(optarg, o); break;
+    case 'o': rc = parse_ops(optarg, o); break;
     case 'q': quick(o); break;
     case 'h': fputs(usage, stdout); return 0;
     default: return 2;
@@ -126,8 +142,9 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 
 static void print_result(const struct bench_result *r, bool last)
 {
-  printf("    {\"op\": \"%s\", \"calls_per_sample\": %u, \"mappings\": %ld, \"samples_ns\": [",
-         r->op, r->calls_per_sample, r->vmas);
+  printf("    {\"op\": \"%s\", \"calls_per_sample\": %u, \"calls_total\": %llu, \"mappings\": %ld, "
+         "\"samples_ns\": [",
+         r->op, r->calls_per_sample, r->calls_total, r->vmas);
   for (unsigned i = 0; i < r->nsamples; i++)
     printf("%s%.2f", i ? ", " : "", r->ns[i]);
   printf("]}%s\n", last ? "" : ",");
@@ -144,9 +161,11 @@ static void print_results(const struct bench_opts *o, const struct bench_result 
 /* Runs every operation; n counts the results that hold samples to free. */
 static int run_all(const struct bench_opts *o, struct bench_result *res, unsigned *n)
 {
-  if (bench_launch(o, &res[(*n)++]) < 0 || bench_launch_procaddr(o, &res[(*n)++]) < 0)
+  if ((o->ops & BENCH_OP_LAUNCH) && bench_launch(o, &res[(*n)++]) < 0)
     return -1;
-  for (unsigned i = 0; i < o->nlive; i++)
+  if ((o->ops & BENCH_OP_PROCADDR) && bench_launch_procaddr(o, &res[(*n)++]) < 0)
+    return -1;
+  for (unsigned i = 0; (o->ops & BENCH_OP_PAIRS) && i < o->nlive; i++)
     if (bench_alloc_free(o, o->live[i], &res[(*n)++]) < 0)
       return -1;
   return 0;
@@ -159,7 +178,8 @@ int main(int argc, char **argv)
                           .pair_batch = 200,
                           .alloc_bytes = 4096,
                           .live = { 10, 1000, 100000 },
-                          .nlive = 3 };
+                          .nlive = 3,
+                          .ops = BENCH_OP_ALL };
   struct bench_result res[2 + sizeof(o.live) / sizeof(o.live[0])] = { 0 };
   unsigned n = 0;
   int status = parse_options(argc, argv, &o);

@@ -68,9 +68,14 @@ void bench_gpu_handles(CUstream *stream, CUfunction *busy)
   *busy = G.busy;
 }
 
+static unsigned warmup_for(unsigned rounds)
+{
+  return rounds / 10 + 2;
+}
+
 static unsigned warmup_rounds(const struct bench_opts *o)
 {
-  return o->rounds / 10 + 2;
+  return warmup_for(o->rounds);
 }
 
 /* The process's mappings (lines of /proc/self/maps). The driver maps every allocation, and
@@ -93,6 +98,7 @@ static int result_init(struct bench_result *r, const char *op, unsigned calls, u
 {
   snprintf(r->op, sizeof(r->op), "%s", op);
   r->calls_per_sample = calls;
+  r->calls_total = (unsigned long long) calls * (n + warmup_for(n));
   r->nsamples = n;
   r->vmas = count_mappings();
   r->ns = calloc(n, sizeof(*r->ns));

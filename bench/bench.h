@@ -19,12 +19,17 @@ struct bench_opts {
   size_t alloc_bytes;    /* size of every allocation, live or timed */
   size_t live[8];        /* live allocation counts to measure the pair at */
   unsigned nlive;
+  unsigned ops; /* BENCH_OP_* bits: which operations to run (all by default) */
 };
+
+enum { BENCH_OP_LAUNCH = 1, BENCH_OP_PROCADDR = 2, BENCH_OP_PAIRS = 4, BENCH_OP_ALL = 7 };
 
 /* One operation's samples: each is the mean cost of one call over a batch, in ns. */
 struct bench_result {
   char op[48];
   unsigned calls_per_sample;
+  unsigned long long calls_total; /* every call made, warm-up included: what an instruction
+                                     count of the whole run divides by */
   unsigned nsamples;
   double *ns; /* nsamples entries, owned */
   long vmas;  /* mappings in the process while the samples were taken; -1 if unknown */

@@ -29,14 +29,14 @@ import tempfile
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SMALL, LARGE = 200, 2200
-# operation -> (benchmark program, arguments for a batch of n calls)
+# operation -> (benchmark program, arguments for a batch of n calls). gs-bench-interposer says
+# how many calls it made (warm-up included) and the count is divided by those; the launch-gate
+# row is per batch element (each runs the four gated paths, warm-up included).
 OPS = {
     "cuLaunchKernel": ("gs-bench-interposer",
-                       lambda n: ["--rounds", "1", "--launch-batch", str(n), "--pair-batch", "1",
-                                  "--live", "10"]),
+                       lambda n: ["--ops", "launch", "--rounds", "1", "--launch-batch", str(n)]),
     "cuMemAlloc_v2+cuMemFree_v2 (10 live)": ("gs-bench-interposer",
-                       lambda n: ["--rounds", "1", "--launch-batch", "1", "--pair-batch", str(n),
-                                  "--live", "10"]),
+                       lambda n: ["--ops", "pairs", "--rounds", "1", "--pair-batch", str(n), "--live", "10"]),
     "gated launches (4 paths)": ("gs-bench-launch-gate", lambda n: ["--rounds", "1", "--batch", str(n)]),
 }
 MODES = {"driver": None, "tenant": ["--vram", "1T"], "gated": ["--vram", "1T", "--compute", "50"]}
@@ -65,10 +65,21 @@ def instructions(build, mode, program, args, spec):
                str(build / "bin" / program)] + args
         if MODES[mode] is not None:
             cmd = [str(build / "bin" / "gpuslice"), "run"] + MODES[mode] + ["--"] + cmd
-        r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
-        return self_by_object(out.read_text())
+        counts = self_by_object(out.read_text())
+        counts["calls"] = calls_made(r.stdout)
+        return counts
+
+
+def calls_made(stdout):
+    """The calls gs-bench-interposer made of what it timed, warm-up included; None for a program
+    that does not say."""
+    try:
+        return sum(x["calls_total"] for x in json.loads(stdout)["results"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def self_by_object(text):
@@ -97,7 +108,8 @@ def per_call(build, mode, op, spec):
     program, args = OPS[op]
     small = instructions(build, mode, program, args(SMALL), spec)
     large = instructions(build, mode, program, args(LARGE), spec)
-    return {k: (large[k] - small[k]) / (LARGE - SMALL) for k in small}
+    calls = large["calls"] - small["calls"] if small["calls"] is not None else LARGE - SMALL
+    return {k: (large[k] - small[k]) / calls for k in ("all", "libgpuslice.so")}
 
 
 def row_for(a, op, mode):

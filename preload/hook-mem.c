@@ -33,12 +33,44 @@ static CUresult managed(CUdeviceptr *dptr, size_t bytes, unsigned int flags)
   return gs__cuda.cuMemAllocManaged(dptr, bytes, flags);
 }
 
-GS_HOOK CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+/* Everything cuMemAlloc_v2's fast path leaves: the first allocation on the thread's GPU, a
+ * charge that does not fit at once, bad arguments, no tenant. It opens the thread's lane. */
+static __attribute__((noinline)) CUresult alloc_v2_slow(CUdeviceptr *dptr, size_t bytesize)
 {
   GS_REAL_OR_FAIL(cuMemAlloc_v2);
   if (!dptr || bytesize == 0)
     return gs__cuda.cuMemAlloc_v2(dptr, bytesize);
-  return alloc_tracked(dptr, bytesize, "cuMemAlloc", plain, 0);
+  CUresult rc = alloc_tracked(dptr, bytesize, "cuMemAlloc", plain, 0);
+  gs__tls_lane = gs__lane(gs__current_gpu());
+  return rc;
+}
+
+/* The driver refused (rc), or made the allocation at p but the map could not record it (p
+ * not 0: it is undone): the charge goes back. */
+static __attribute__((noinline)) CUresult alloc_v2_undo(CUresult rc, CUdeviceptr p, uint64_t charge)
+{
+  if (p)
+    undo_free(p);
+  gs__uncharge(GS_CHARGE_GPU(charge), GS_CHARGE_BYTES(charge));
+  return rc;
+}
+
+/* The common case takes the thread's lane (its GPU's, cached per thread like the current GPU),
+ * charges it, calls the driver and records the allocation, keeping nothing else across the
+ * call: every other case goes the full way. */
+GS_HOOK CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+  struct gs__lane *ln = gs__tls_lane;
+  __typeof__(gs__cuda.cuMemAlloc_v2) real = gs__cuda.cuMemAlloc_v2;
+  if (__builtin_expect(!ln || !real || !dptr || !bytesize || !gs__lane_charge(ln, bytesize), 0))
+    return alloc_v2_slow(dptr, bytesize);
+  uint64_t charge = GS_CHARGE(bytesize, ln->gpu);
+  CUresult rc = real(dptr, bytesize);
+  if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+    return alloc_v2_undo(rc, 0, charge);
+  if (__builtin_expect(gs_ptrmap_put(&gs__maps[GS_MAP_PTR], *dptr, charge) == 0, 1))
+    return CUDA_SUCCESS;
+  return alloc_v2_undo(CUDA_ERROR_OUT_OF_MEMORY, *dptr, charge);
 }
 
 GS_HOOK CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
@@ -69,12 +101,38 @@ GS_HOOK CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t wid
   return gs__settle(rc, GS_MAP_PTR, rc == CUDA_SUCCESS ? *dptr : 0, charged, gpu, undo_free);
 }
 
-GS_HOOK CUresult cuMemFree_v2(CUdeviceptr dptr)
+static __attribute__((noinline)) CUresult free_v2_slow(CUdeviceptr dptr)
 {
   uint64_t charge = 0;
   GS_REAL_OR_FAIL(cuMemFree_v2);
   bool ours = gs__forget(GS_MAP_PTR, dptr, &charge);
   return gs__settle_free(gs__cuda.cuMemFree_v2(dptr), GS_MAP_PTR, dptr, ours, charge);
+}
+
+static __attribute__((noinline)) CUresult free_v2_refused(CUresult rc, CUdeviceptr dptr,
+                                                          uint64_t charge)
+{
+  return gs__settle_free(rc, GS_MAP_PTR, dptr, true, charge);
+}
+
+/* The common case: a pointer the map holds is taken out and its charge given back before the
+ * driver frees it (so that an allocation reusing the address never loses its own entry);
+ * what the map does not hold goes straight to the driver. */
+GS_HOOK CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+  __typeof__(gs__cuda.cuMemFree_v2) real = gs__cuda.cuMemFree_v2;
+  uint64_t charge;
+  if (__builtin_expect(!real || !atomic_load_explicit(&gs__maps_live, memory_order_acquire), 0))
+    return free_v2_slow(dptr);
+  if (!gs_ptrmap_take(&gs__maps[GS_MAP_PTR], dptr, &charge))
+    return real(dptr);
+  /* A charge in the map was made through its GPU's lane, which is open. */
+  gs__lane_uncharge(&gs__lanes[GS_CHARGE_GPU(charge) & (GS_LEDGER_MAX_GPUS - 1)],
+                    GS_CHARGE_BYTES(charge));
+  CUresult rc = real(dptr);
+  if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+    return free_v2_refused(rc, dptr, charge);
+  return CUDA_SUCCESS;
 }
 
 /* The pre-3.2 entry points with 32-bit sizes still exist, and cuGetProcAddress hands them out

@@ -37,6 +37,7 @@ struct gs_ptrmap gs__maps[GS_MAP_COUNT];
 _Atomic bool gs__maps_live;
 struct gs__lane gs__lanes[GS_LEDGER_MAX_GPUS];
 _Atomic bool gs__lane_ready[GS_LEDGER_MAX_GPUS];
+__thread struct gs__lane *gs__tls_lane __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -55,6 +56,7 @@ static void after_fork_in_child(void)
 {
   for (int i = 0; i < GS_LEDGER_MAX_GPUS; i++)
     atomic_store(&gs__lane_ready[i], false);
+  gs__tls_lane = NULL; /* the one thread a child has */
   atomic_store(&T.slot, NULL);
   for (int i = 0; i < GS_MAP_COUNT; i++) {
     gs_ptrmap_destroy(&gs__maps[i]);
@@ -224,6 +226,7 @@ static void lane_open(int gpu, struct gs_ledger_proc *p)
     .proc_used = &p->used[gpu],
     .limit = T.limits ? &T.limits->limit_bytes[gpu] : &g->limit_bytes,
     .cap = T.peer.mem_bytes[gpu],
+    .gpu = gpu,
   };
   atomic_store_explicit(&gs__lane_ready[gpu], true, memory_order_release);
 }
@@ -356,6 +359,7 @@ int gs__current_gpu_slow(void)
 void gs__ctx_changed(void)
 {
   gs__tls_gpu = 0;
+  gs__tls_lane = NULL;
   gs__gate_tls = &gs__gate_unknown;
 }
 

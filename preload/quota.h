@@ -51,8 +51,12 @@ struct gs__lane {
   _Atomic uint64_t *used, *peak, *proc_used;
   const _Atomic uint64_t *limit;
   uint64_t cap;
+  int gpu;
 };
 extern struct gs__lane gs__lanes[GS_LEDGER_MAX_GPUS];
+/* The lane of the calling thread's current GPU, once open; NULL until then and after each
+ * change of the thread's current context (gs__ctx_changed), like the current GPU. */
+extern __thread struct gs__lane *gs__tls_lane __attribute__((tls_model("initial-exec")));
 extern _Atomic bool gs__lane_ready[GS_LEDGER_MAX_GPUS];
 /* The maps, and whether they are up: true once the process is attached to its tenant. */
 extern struct gs_ptrmap gs__maps[GS_MAP_COUNT];
@@ -118,15 +122,19 @@ CUresult gs__refuse(int gpu, uint64_t bytes, const char *what);
 /* Charges without checking the limit: for putting back what a failed free had released. */
 void gs__charge_force(int gpu, uint64_t bytes);
 
+GS_QUOTA_INLINE void gs__lane_uncharge(struct gs__lane *ln, uint64_t bytes)
+{
+  atomic_fetch_sub_explicit(ln->proc_used, bytes, memory_order_relaxed);
+  atomic_fetch_sub_explicit(ln->used, bytes, memory_order_acq_rel);
+}
+
 GS_QUOTA_INLINE void gs__uncharge(int gpu, uint64_t bytes)
 {
   struct gs__lane *ln = gs__lane(gpu);
-  if (__builtin_expect(ln == NULL, 0)) {
+  if (__builtin_expect(ln == NULL, 0))
     gs__uncharge_slow(gpu, bytes);
-    return;
-  }
-  atomic_fetch_sub_explicit(ln->proc_used, bytes, memory_order_relaxed);
-  atomic_fetch_sub_explicit(ln->used, bytes, memory_order_acq_rel);
+  else
+    gs__lane_uncharge(ln, bytes);
 }
 
 /* Records what was charged for key; on failure (no memory for the map) returns false and the

@@ -49,6 +49,8 @@ static int opts_check(const struct wl_opts *o)
     return wl_fail("busy needs --seconds T > 0");
   if (!(o->duty > 0 && o->duty <= 1))
     return wl_fail("--duty must be in (0, 1]");
+  if (o->have_every && (!(o->every > 0) || o->duty != 1))
+    return wl_fail("--every must be > 0, and cannot go with --duty");
   if (strcmp(m, "kernel-time") == 0 && (!o->have_us || o->count == 0))
     return wl_fail("kernel-time needs --us U and --count N > 0");
   if (strcmp(m, "churn") == 0 && (o->ops == 0 || o->max_bytes == 0))

@@ -123,8 +123,23 @@ static int busy_launch(struct busy_run *b)
   return 0;
 }
 
+/* --every: one step at t0, t0 + E, t0 + 2E... until `until`, each waited for. */
+static int busy_every(struct busy_run *b, const struct wl_opts *o, uint64_t t0, uint64_t until)
+{
+  uint64_t period = (uint64_t) (o->every * 1e9);
+  for (uint64_t next = t0; next < until; next += period) {
+    wl_sleep_until_ns(next);
+    if (busy_launch(b) < 0 || busy_complete(b) < 0)
+      return -1;
+  }
+  wl_sleep_until_ns(until);
+  return 0;
+}
+
 static int busy_loop(struct busy_run *b, const struct wl_opts *o, uint64_t t0, uint64_t until)
 {
+  if (o->have_every)
+    return busy_every(b, o, t0, until);
   while (wl_now_ns() < until) {
     if (b->inflight == b->depth && busy_complete(b) < 0)
       return -1;
@@ -190,7 +205,7 @@ static void busy_print(const struct busy_run *b, const struct wl_opts *o, uint64
 
 static int busy_run(struct busy_run *b, const struct wl_opts *o)
 {
-  b->depth = o->duty < 1 ? 1 : BUSY_QUEUE;
+  b->depth = o->duty < 1 || o->have_every ? 1 : BUSY_QUEUE;
   for (unsigned i = 0; i < b->depth; i++)
     if (wl_timer_init(&b->t[i]) < 0)
       return -1;

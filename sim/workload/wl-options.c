@@ -29,6 +29,7 @@ static const struct wl_optdef wl_optdefs[] = {
   { "max-bytes", K_SIZE, F(max_bytes), 0 },
   { "seconds", K_DOUBLE, F(seconds), F(have_seconds) },
   { "duty", K_DOUBLE, F(duty), 0 },
+  { "every", K_DOUBLE, F(every), F(have_every) },
   { "kernel-us", K_U64, F(kernel_us), 0 },
   { "launch", K_LAUNCH, F(launch), 0 },
   { "us", K_U64, F(us), F(have_us) },
@@ -54,8 +55,10 @@ static const char wl_usage[] =
   "                                         N times (default 1)\n"
   "  hold --bytes SIZE [--chunk SIZE]       allocate, then wait for SIGTERM/SIGINT/SIGUSR1 or EOF "
   "on stdin\n"
-  "  busy --seconds T [--duty D] [--kernel-us U] [--hold-bytes SIZE]\n"
+  "  busy --seconds T [--duty D | --every E] [--kernel-us U] [--hold-bytes SIZE]\n"
   "       [--start-at-ns S] [--window-start-ns A] [--window-end-ns B] [--latency]\n"
+  "                                         E: one step every E seconds, as a rarely\n"
+  "                                         called service does (instead of a duty cycle);\n"
   "                                         S: start at CLOCK_MONOTONIC time S and stop at S+T;\n"
   "                                         reports the device time of its kernels inside\n"
   "                                         [A, B] (default [start, start+T]); --latency:\n"

@@ -20,6 +20,7 @@ struct wl_opts {
   enum wl_launch launch;
   uint64_t chunk, bytes, hold_bytes, max_bytes; /* 0 when not given */
   double seconds, duty;
+  double every; /* busy: seconds between steps, on a fixed schedule (have_every) */
   uint64_t kernel_us, us, count, ops, seed;
   uint64_t rounds;           /* alloc-until-oom: fill-then-free cycles */
   uint64_t procaddr_version; /* the cudaVersion the procaddr paths ask for */
@@ -27,7 +28,7 @@ struct wl_opts {
   uint64_t start_at_ns, window_start_ns, window_end_ns;
   bool latency; /* busy: report per-step launch-to-completion latency */
   bool have_seconds, have_us, have_rounds, have_procaddr_version;
-  bool have_start_at, have_window_start, have_window_end;
+  bool have_start_at, have_window_start, have_window_end, have_every;
 };
 
 /* The most fill-then-free cycles alloc-until-oom runs in one process. */
