@@ -261,8 +261,31 @@ def cmd_cuda(argv):
     out(**res)
 
 
+def cmd_tenant_view(argv):
+    """What a process sees of MIG device UUID: cuMemGetInfo on its device 0, NVML's memory
+    info of the MIG device's handle; with BYTES, after allocating that much."""
+    lib, devs = cuda_device()
+    ctx = C.c_void_p()
+    assert lib.cuDevicePrimaryCtxRetain(C.byref(ctx), 0) == 0 and lib.cuCtxSetCurrent(ctx) == 0
+    res = {"devices": devs}
+    if len(argv) > 1:
+        p = C.c_uint64()
+        res["alloc_rc"] = lib.cuMemAlloc_v2(C.byref(p), C.c_size_t(int(argv[1])))
+    free, total = C.c_size_t(), C.c_size_t()
+    assert lib.cuMemGetInfo_v2(C.byref(free), C.byref(total)) == 0
+    res["cuda"] = {"free": free.value, "total": total.value}
+    nv = nvml()
+    h = C.c_void_p()
+    res["by_uuid_rc"] = nv.nvmlDeviceGetHandleByUUID(argv[0].encode(), C.byref(h))
+    m = Memory()
+    res["nvml_rc"] = nv.nvmlDeviceGetMemoryInfo(h, C.byref(m))
+    res["nvml"] = {"total": m.total, "free": m.free, "used": m.used}
+    out(**res)
+
+
 COMMANDS = {"state": cmd_state, "set_mode": cmd_set_mode, "create": cmd_create, "destroy": cmd_destroy,
-            "reset": cmd_reset, "fail": cmd_fail, "compute_mode": cmd_compute_mode, "cuda": cmd_cuda}
+            "reset": cmd_reset, "fail": cmd_fail, "compute_mode": cmd_compute_mode, "cuda": cmd_cuda,
+            "tenant_view": cmd_tenant_view}
 
 if __name__ == "__main__":
     COMMANDS[sys.argv[1]](sys.argv[2:])
