@@ -56,6 +56,7 @@ static json_t *gpu_json(const struct daemon *d, const struct gs_snap_gpu *g)
   json_t *j = gpu_base_json(d, g);
   json_object_set_new(j, "sharing", json_string(g->sharing));
   json_object_set_new(j, "mig_instances", mig_json(g));
+  json_object_set_new(j, "mps", mps_gpu_json(d, g->index));
   return j;
 }
 

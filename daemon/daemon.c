@@ -112,6 +112,8 @@ static int start(struct daemon *d, gs_error_t *err)
   if (sharing_parse(d->cfg.sharing, &d->sharing, err) < 0 ||
       sharing_resolve(&d->sharing, &d->snap, err) < 0)
     return DAEMON_START_USAGE;
+  if (mps_start(d, err) < 0)
+    return -1;
   sampler_adopt(d);
   if (usage_db_close_orphans(d->db, &d->reg, err) < 0)
     return -1;
@@ -133,6 +135,7 @@ static void stop(struct daemon *d)
   registry_release(&d->reg);
   usage_db_close(d->db);
   sampler_release(d);
+  mps_stop(d);
   nvml_close(d->nvml);
   state_dir_unlock(&d->state_lock);
   free(d->fields);
@@ -196,6 +199,7 @@ static void loop(struct daemon *d, int sfd, int tfd)
       state_dir_watch(d);
       p[2].fd = epoll_fd(d->api); /* a new API server when the socket was made again */
       sampler_run(d);
+      mps_check(d);
     }
     if (d->api)
       MHD_run(d->api);

@@ -65,6 +65,8 @@ struct daemon_config {
   int violation_action; /* enum violation_action */
   int hostname_label;   /* enum hostname_label */
   char *sharing;        /* the sharing setting's text (sharing.c) */
+  char *mps_control;    /* the MPS control program (mps.c) */
+  int mps_exclusive;    /* enum verify_mode's on/off: set exclusive-process (mps.c) */
 };
 
 enum verify_mode { VERIFY_ON, VERIFY_OFF };
@@ -109,6 +111,26 @@ int sharing_resolve(struct daemon_sharing *s, const struct gs_snapshot *snap, gs
 const struct sharing_gpu *sharing_of(const struct daemon_sharing *s, int gpu);
 /* "timeslice", "mps", "mig:<layout>". */
 void sharing_text(const struct sharing_gpu *g, char *buf, size_t len);
+
+/* ---- MPS (mps.c) ---- */
+
+struct daemon;
+struct daemon_mps;
+struct tenant;
+/* For each GPU in mps mode: exclusive-process, and its control daemon. 0, or -1 with err. */
+int mps_start(struct daemon *d, gs_error_t *err);
+/* Each control daemon told to quit, each GPU's compute mode set back. */
+void mps_stop(struct daemon *d);
+/* At most every 2 s: each server's status; a fault reported, the control daemon started
+ * again once the faulted server's clients are gone; a control daemon that died started again. */
+void mps_check(struct daemon *d);
+/* A tenant registered for GPU gpu: when that GPU is in mps mode, its user's server made sure
+ * of and set, before the tenant's command starts. */
+void mps_tenant_added(struct daemon *d, const struct tenant *t, int gpu);
+/* The tenant's MPS client settings ("mps" of its JSON), or NULL when it is no MPS client. */
+json_t *mps_tenant_json(const struct daemon *d, const struct tenant *t);
+/* GPU gpu's MPS state for GET /v1/gpus, or JSON null. */
+json_t *mps_gpu_json(const struct daemon *d, int gpu);
 
 /* ---- GPUs (gpu-nvml.c) ---- */
 
@@ -383,6 +405,7 @@ struct daemon {
   struct gs_snapshot snap;          /* the last sample */
   struct gs_metrics_fields *fields; /* the GPU fields /metrics serves (the counters setting) */
   struct daemon_sharing sharing;    /* how each GPU is shared (sharing.c) */
+  struct daemon_mps *mps;           /* the MPS control daemons (mps.c); NULL before start */
   uint64_t gpu_totals[GS_LEDGER_MAX_GPUS];
   struct daemon_health health;
   struct MHD_Daemon *api;

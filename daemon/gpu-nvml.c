@@ -172,6 +172,16 @@ void nvml_close(struct nvml *n)
   free(n);
 }
 
+void *nvml_library(struct nvml *n)
+{
+  return n->lib;
+}
+
+nvmlDevice_t nvml_device(struct nvml *n, int index)
+{
+  return n->dev[index];
+}
+
 int nvml_gpu_count(const struct nvml *n)
 {
   return (int) n->count;

@@ -87,6 +87,10 @@ void nvml_extra_close(struct nvml_extra *x, const struct nvml_fns *fn, unsigned 
 void nvml_extra_sample(struct nvml_extra *x, const struct nvml_fns *fn, nvmlDevice_t *dev,
                        unsigned count, int index, struct gs_snap_gpu *g);
 
+/* The loaded library and a GPU's handle, for the daemon's other NVML users (mps.c). */
+void *nvml_library(struct nvml *n);
+nvmlDevice_t nvml_device(struct nvml *n, int index);
+
 /* MIG (gpu-nvml-mig.c): the calls that read a GPU's MIG instances, all optional. */
 struct nvml_mig {
   nvmlReturn_t (*mode)(nvmlDevice_t, unsigned int *, unsigned int *);

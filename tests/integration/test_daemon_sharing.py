@@ -17,6 +17,7 @@ from daemon_env import Daemon, wait_for
 
 GPUSLICE = BIN / "gpuslice"
 PROBE = pathlib.Path(__file__).with_name("mig_probe.py")
+STANDIN = pathlib.Path(__file__).resolve().parents[1] / "mps" / "mps_control_standin.py"
 MIB = 1 << 20
 LAYOUT = "1g.10gb@0 1g.10gb@1 3g.40gb@4"
 
@@ -40,6 +41,7 @@ def samples(text, name):
 @pytest.fixture
 def node(tmp_path):
     d = Daemon(tmp_path / "node", spec="h100-80gb:2,t4", interval=0.3)
+    d.env["GPUSLICE_MPS_CONTROL"] = str(STANDIN)  # a GPU in mps mode runs its control daemon
     assert run([GPUSLICE, "mig", "apply", "--gpu", "1", LAYOUT], env=d.env).returncode == 0
     yield d
     d.stop()
