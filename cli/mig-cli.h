@@ -21,6 +21,13 @@ struct mig_opts {
 /* Any error about what was typed or a table given: prints it, releases err, returns 2. */
 int mig_input_error(gs_error_t *err);
 
+/* Reads a comma list of [COUNTx]SIZE or [COUNTx]PROFILE items (the --demand syntax) into one
+ * profile per item (the smallest that holds a SIZE), at most cap; src ("--pending") names
+ * where they come from in messages. 0, or -1 with err. */
+int mig_read_demands(const struct gs_mig_table *t, const char *model, const char *src,
+                     const char *list, const struct gs_mig_profile **p, int cap, int *n,
+                     gs_error_t *err);
+
 int mig_show(const struct mig_opts *o);
 int mig_apply(const struct mig_opts *o, const struct gs_mig_table *t);
 int mig_plan_pending(const struct mig_opts *o, const struct gs_mig_table *t);
@@ -55,6 +62,10 @@ void mig_find_users(const struct mig_opts *o, const struct gs_mig_gpu *g,
                     const struct gs_mig_plan *plan, struct mig_users *u);
 /* "tenant 'a' (pid 12), process 345": for messages. */
 void mig_users_text(const struct mig_users *u, char *buf, size_t len);
+/* Whether prog is an executable on PATH; runs argv (found on PATH), its standard output in
+ * out (NULL: thrown away): its exit status, or -1. */
+bool mig_on_path(const char *prog);
+int mig_run_tool(const char *const argv[], char *out, size_t len);
 /* Cordons the node where Slurm or Kubernetes runs it (each skipped, and said, when absent). */
 void mig_cordon(const struct mig_opts *o, struct mig_drain *d);
 /* The exit step: gives back what mig_cordon took. Runs whatever happened in between. */

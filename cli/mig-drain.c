@@ -130,7 +130,7 @@ void mig_users_text(const struct mig_users *u, char *buf, size_t len)
 
 /* ---- Slurm and Kubernetes ---- */
 
-static bool on_path(const char *prog)
+bool mig_on_path(const char *prog)
 {
   const char *path = getenv("PATH");
   char buf[4096];
@@ -162,7 +162,7 @@ static void read_all(int fd, char *out, size_t len)
 }
 
 /* Runs argv (found on PATH), its output in out (may be NULL); the exit status, or -1. */
-static int run_tool(const char *const argv[], char *out, size_t len)
+int mig_run_tool(const char *const argv[], char *out, size_t len)
 {
   char *const *args;
   int fd[2], status;
@@ -205,13 +205,13 @@ static void node_name(const struct mig_opts *o, char *buf, size_t len)
 static void cordon_slurm(int gpu, struct mig_drain *d)
 {
   char out[4096], node_arg[300];
-  if (!on_path("scontrol")) {
+  if (!mig_on_path("scontrol")) {
     printf("GPU %d: Slurm: no scontrol here, node not drained\n", gpu);
     return;
   }
   snprintf(node_arg, sizeof(node_arg), "NodeName=%s", d->node);
   const char *const show[] = { "scontrol", "show", "node", d->node, "-o", NULL };
-  if (run_tool(show, out, sizeof(out)) != 0) {
+  if (mig_run_tool(show, out, sizeof(out)) != 0) {
     printf("GPU %d: Slurm: scontrol does not know node %s, not drained\n", gpu, d->node);
     return;
   }
@@ -222,7 +222,7 @@ static void cordon_slurm(int gpu, struct mig_drain *d)
   const char *const drain[] = {
     "scontrol", "update", node_arg, "State=DRAIN", "Reason=gpuslice mig apply", NULL
   };
-  d->slurm_drained = run_tool(drain, NULL, 0) == 0;
+  d->slurm_drained = mig_run_tool(drain, NULL, 0) == 0;
   printf("GPU %d: Slurm: node %s %s\n", gpu, d->node,
          d->slurm_drained ? "drained" : "could not be drained");
 }
@@ -230,14 +230,14 @@ static void cordon_slurm(int gpu, struct mig_drain *d)
 static void cordon_k8s(int gpu, struct mig_drain *d)
 {
   char out[256];
-  if (!on_path("kubectl")) {
+  if (!mig_on_path("kubectl")) {
     printf("GPU %d: Kubernetes: no kubectl here, node not cordoned\n", gpu);
     return;
   }
   const char *const get[] = { "kubectl", "get", "node",
                               d->node,   "-o",  "jsonpath={.spec.unschedulable}",
                               NULL };
-  if (run_tool(get, out, sizeof(out)) != 0) {
+  if (mig_run_tool(get, out, sizeof(out)) != 0) {
     printf("GPU %d: Kubernetes: kubectl does not know node %s, not cordoned\n", gpu, d->node);
     return;
   }
@@ -246,7 +246,7 @@ static void cordon_k8s(int gpu, struct mig_drain *d)
     return;
   }
   const char *const cordon[] = { "kubectl", "cordon", d->node, NULL };
-  d->k8s_cordoned = run_tool(cordon, NULL, 0) == 0;
+  d->k8s_cordoned = mig_run_tool(cordon, NULL, 0) == 0;
   printf("GPU %d: Kubernetes: node %s %s\n", gpu, d->node,
          d->k8s_cordoned ? "cordoned" : "could not be cordoned");
 }
@@ -266,13 +266,13 @@ void mig_uncordon(struct mig_drain *d)
   snprintf(node_arg, sizeof(node_arg), "NodeName=%s", d->node);
   if (d->slurm_drained) {
     const char *const resume[] = { "scontrol", "update", node_arg, "State=RESUME", NULL };
-    int r = run_tool(resume, NULL, 0);
+    int r = mig_run_tool(resume, NULL, 0);
     printf("Slurm: node %s %s\n", d->node,
            r == 0 ? "resumed" : "could not be resumed: resume it by hand");
   }
   if (d->k8s_cordoned) {
     const char *const uncordon[] = { "kubectl", "uncordon", d->node, NULL };
-    int r = run_tool(uncordon, NULL, 0);
+    int r = mig_run_tool(uncordon, NULL, 0);
     printf("Kubernetes: node %s %s\n", d->node,
            r == 0 ? "uncordoned" : "could not be uncordoned: do it by hand");
   }

@@ -193,36 +193,37 @@ static int parse_item(const struct gs_mig_table *t, const char *model, const cha
   return 0;
 }
 
-static int add_item(const struct gs_mig_table *t, const char *model, const char *item, size_t len,
-                    struct demand *out, int *n, gs_error_t *err)
+/* src names where the items come from in messages: "--demand", "--pending". */
+static int add_item(const struct gs_mig_table *t, const char *model, const char *src,
+                    const char *item, size_t len, struct demand *out, int *n, gs_error_t *err)
 {
   long count;
   size_t skip;
   char what[64];
   if (len == 0 || len >= sizeof(what) || split_count(item, len, &count, &skip) < 0)
     return gs_make_error(err, 0,
-                         "--demand item '%.*s': want [COUNTx]SIZE or [COUNTx]PROFILE "
+                         "%s item '%.*s': want [COUNTx]SIZE or [COUNTx]PROFILE "
                          "with COUNT 1..%d",
-                         (int) (len < 60 ? len : 60), item, MAX_DEMANDS);
+                         src, (int) (len < 60 ? len : 60), item, MAX_DEMANDS);
   memcpy(what, item + skip, len - skip);
   what[len - skip] = '\0';
   struct demand d = { item, len, 0, NULL };
   if (parse_item(t, model, what, &d, err) < 0)
-    return gs_error_prepend(err, "--demand item '%.*s'", (int) len, item);
+    return gs_error_prepend(err, "%s item '%.*s'", src, (int) len, item);
   if (*n + count > MAX_DEMANDS)
-    return gs_make_error(err, 0, "--demand: more than %d instances", MAX_DEMANDS);
+    return gs_make_error(err, 0, "%s: more than %d instances", src, MAX_DEMANDS);
   for (long i = 0; i < count; i++)
     out[(*n)++] = d;
   return 0;
 }
 
-static int parse_demands(const struct gs_mig_table *t, const char *model, const char *list,
-                         struct demand *out, int *n, gs_error_t *err)
+static int parse_demands(const struct gs_mig_table *t, const char *model, const char *src,
+                         const char *list, struct demand *out, int *n, gs_error_t *err)
 {
   *n = 0;
   for (const char *p = list;;) {
     size_t len = strcspn(p, ",");
-    if (add_item(t, model, p, len, out, n, err) < 0)
+    if (add_item(t, model, src, p, len, out, n, err) < 0)
       return -1;
     if (!p[len])
       return 0;
@@ -230,16 +231,36 @@ static int parse_demands(const struct gs_mig_table *t, const char *model, const 
   }
 }
 
-static int choose_profiles(const struct gs_mig_table *t, const char *model, struct demand *d, int n,
-                           const struct gs_mig_profile **p, gs_error_t *err)
+static int choose_profiles(const struct gs_mig_table *t, const char *model, const char *src,
+                           struct demand *d, int n, const struct gs_mig_profile **p,
+                           gs_error_t *err)
 {
   for (int i = 0; i < n; i++) {
     p[i] = d[i].p ? d[i].p : gs_mig_smallest_fit(t, model, d[i].bytes, err);
     if (!p[i])
-      return gs_error_prepend(err, "--demand item '%.*s'", (int) d[i].text_len, d[i].text);
+      return gs_error_prepend(err, "%s item '%.*s'", src, (int) d[i].text_len, d[i].text);
     d[i].p = p[i];
   }
   return 0;
+}
+
+int mig_read_demands(const struct gs_mig_table *t, const char *model, const char *src,
+                     const char *list, const struct gs_mig_profile **p, int cap, int *n,
+                     gs_error_t *err)
+{
+  struct demand *d = calloc(MAX_DEMANDS, sizeof(*d));
+  const struct gs_mig_profile **all = calloc(MAX_DEMANDS, sizeof(*all));
+  int r = -1;
+  if (!d || !all)
+    gs_make_error(err, ENOMEM, "demands");
+  else if (parse_demands(t, model, src, list, d, n, err) == 0 &&
+           choose_profiles(t, model, src, d, *n, all, err) == 0)
+    r = *n <= cap ? 0 : gs_make_error(err, 0, "more than %d requests", cap);
+  if (r == 0)
+    memcpy(p, all, (size_t) *n * sizeof(*p));
+  free(all);
+  free(d);
+  return r;
 }
 
 /* "1g.10gb@0 1g.10gb@1 3g.40gb@4" for GPU g. */
@@ -312,8 +333,8 @@ static int mig_plan(const struct mig_opts *o, const struct gs_mig_table *t, cons
   int n, r = CLI_OK;
   if (!d || !p) {
     r = cli_fail("mig", (gs_make_error(&err, ENOMEM, "plan"), &err));
-  } else if (parse_demands(t, model, o->demand, d, &n, &err) < 0 ||
-             choose_profiles(t, model, d, n, p, &err) < 0) {
+  } else if (parse_demands(t, model, "--demand", o->demand, d, &n, &err) < 0 ||
+             choose_profiles(t, model, "--demand", d, n, p, &err) < 0) {
     r = mig_input_error(&err);
   } else if (gs_mig_plan_profiles(p, n, &l, &err) < 0) {
     r = cli_fail("mig", &err);

@@ -129,6 +129,30 @@ int gs_mig_apply(const struct gs_mig_ops *ops, const struct gs_mig_gpu *start,
 /* "create 1g.10gb@0", "destroy compute instances of 3g.40gb@4", "MIG mode on": for messages. */
 void gs_mig_step_text(const struct gs_mig_step *s, char *buf, size_t len);
 
+/* ---- repartitioning from demand (mig-pending.c) ---- */
+
+#define GS_MIG_MAX_REQUESTS 1024
+
+/* The layout change pending requests want (each request one instance of a profile). */
+struct gs_mig_pending {
+  struct gs_mig_target target; /* the proposed layout */
+  int nrequests;
+  int placed_now; /* requests the GPU's layout now serves: an idle instance of their profile */
+  int placed;     /* requests the proposed layout serves */
+  bool served[GS_MIG_MAX_REQUESTS]; /* which, in the proposed layout */
+  int nkept; /* instances of the layout now that the proposal keeps where they are */
+};
+
+/* Proposes, for GPU g (MIG on or off; model its canonical model), the layout that serves the
+ * most of the requests req[0..n) without destroying an instance in use (one with processes):
+ * every busy instance stays where it is; an idle instance of a requested profile serves a
+ * request where it is; the other instances are kept when they still fit. Among layouts that
+ * serve as many, the one that keeps the most instances. It serves at least as many as the
+ * layout now. -1 with err when an instance in use has a profile the table does not know. */
+int gs_mig_plan_pending(const struct gs_mig_table *t, const char *model, const struct gs_mig_gpu *g,
+                        const struct gs_mig_profile *const *req, int n, struct gs_mig_pending *out,
+                        gs_error_t *err);
+
 /* ---- NVML's backend (mig-nvml.c) ---- */
 
 struct gs_mig_nvml;

@@ -343,6 +343,139 @@ static void test_a_rollback_that_cannot_finish_says_so(void **state)
   gs_error_release(&err);
 }
 
+/* ---- pending requests ---- */
+
+static const struct gs_mig_profile *prof(const char *name)
+{
+  gs_error_t err = NULL;
+  const struct gs_mig_profile *p = gs_mig_profile_find(table, "h100-80gb", name, &err);
+  if (!p)
+    fail_msg("%s", err->msg);
+  return p;
+}
+
+static struct gs_mig_pending pending_for(const struct fake *f, const char *const *names, int n)
+{
+  const struct gs_mig_profile *req[64];
+  struct gs_mig_pending out;
+  gs_error_t err = NULL;
+  for (int i = 0; i < n; i++)
+    req[i] = prof(names[i]);
+  if (gs_mig_plan_pending(table, "h100-80gb", &f->g, req, n, &out, &err) < 0)
+    fail_msg("%s", err->msg);
+  return out;
+}
+
+static void busy(struct fake *f, int start)
+{
+  struct gs_mig_live *in = fake_at(f, start);
+  assert_non_null(in);
+  if (!in)
+    return;
+  in->npids = 1;
+  in->pids[0] = 4242;
+}
+
+static void test_pending_fills_the_free_space_around_an_instance_in_use(void **state)
+{
+  (void) state;
+  struct fake f;
+  char buf[256];
+  fake_init(&f, "1g.10gb@0 1g.10gb@1 3g.40gb@4");
+  busy(&f, 4);
+  static const char *const four[] = { "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb" };
+  struct gs_mig_pending p = pending_for(&f, four, 4);
+  gs_mig_layout_format(&p.target, buf, sizeof(buf));
+  assert_string_equal(buf, "1g.10gb@0 1g.10gb@1 1g.10gb@2 1g.10gb@3 3g.40gb@4");
+  assert_int_equal(p.placed_now, 2);
+  assert_int_equal(p.placed, 4);
+  assert_int_equal(p.nkept, 3);
+  /* Two 3g: only one fits beside the one in use; the idle 1g go for it. */
+  static const char *const big[] = { "3g.40gb", "3g.40gb" };
+  p = pending_for(&f, big, 2);
+  gs_mig_layout_format(&p.target, buf, sizeof(buf));
+  assert_string_equal(buf, "3g.40gb@0 3g.40gb@4");
+  assert_int_equal(p.placed_now, 0);
+  assert_int_equal(p.placed, 1);
+  assert_true(p.served[0] && !p.served[1]);
+}
+
+static void test_pending_keeps_what_it_can_and_a_busy_gpu_without_mig_stays_so(void **state)
+{
+  (void) state;
+  struct fake f;
+  char buf[256];
+  fake_init(&f, "2g.20gb@0 2g.20gb@2 2g.20gb@4 1g.10gb@6");
+  static const char *const one[] = { "1g.10gb" };
+  struct gs_mig_pending p = pending_for(&f, one, 1);
+  gs_mig_layout_format(&p.target, buf, sizeof(buf));
+  assert_string_equal(buf,
+                      "2g.20gb@0 2g.20gb@2 2g.20gb@4 1g.10gb@6"); /* served as it is: no change */
+  assert_int_equal(p.placed_now, 1);
+  fake_init(&f, "off");
+  f.g.npids = 1;
+  p = pending_for(&f, one, 1);
+  assert_true(p.target.off);
+  assert_int_equal(p.placed, 0);
+}
+
+static unsigned lcg(unsigned *seed)
+{
+  *seed = *seed * 1103515245u + 12345u;
+  return (*seed >> 16) & 0x7fff;
+}
+
+/* Over many GPUs, instances in use and request lists: the proposal is a valid layout, keeps
+ * every instance in use where it is, and serves at least as many requests as the layout now. */
+static void test_pending_never_destroys_an_instance_in_use_and_serves_at_least_as_many(void **state)
+{
+  (void) state;
+  static const char *const names[] = { "1g.10gb", "1g.20gb", "2g.20gb",
+                                       "3g.40gb", "4g.40gb", "7g.80gb" };
+  unsigned seed = 20;
+  for (int round = 0; round < 300; round++) {
+    const struct gs_mig_profile *list[8], *req[12];
+    struct gs_mig_layout l;
+    struct fake f;
+    gs_error_t err = NULL;
+    int n = 1 + (int) (lcg(&seed) % 5), nreq = 1 + (int) (lcg(&seed) % 10);
+    for (int i = 0; i < n; i++)
+      list[i] = prof(names[lcg(&seed) % 6]);
+    assert_int_equal(gs_mig_plan_profiles(list, n, &l, &err), 0);
+    memset(&f, 0, sizeof(f));
+    f.g.capable = f.g.mode = true;
+    for (int i = 0; i < l.n && l.inst[i].gpu == 0; i++) {
+      struct gs_mig_live *in = &f.g.inst[f.g.n++];
+      snprintf(in->profile, sizeof(in->profile), "%s", l.inst[i].p->name);
+      in->start = l.inst[i].start;
+      in->nci = 1;
+      in->ci_slices[0] = l.inst[i].p->compute_slices;
+      in->npids = lcg(&seed) % 3 == 0;
+    }
+    gs_mig_layout_free(&l);
+    for (int i = 0; i < nreq; i++)
+      req[i] = prof(names[lcg(&seed) % 4]);
+    struct gs_mig_pending p;
+    assert_int_equal(gs_mig_plan_pending(table, "h100-80gb", &f.g, req, nreq, &p, &err), 0);
+    assert_int_equal(gs_mig_gpu_validate(p.target.inst, p.target.n, &err), 0);
+    assert_true(p.placed >= p.placed_now);
+    for (int i = 0; i < f.g.n; i++) {
+      bool kept = false;
+      for (int k = 0; k < p.target.n; k++)
+        kept |= p.target.inst[k].start == f.g.inst[i].start &&
+          strcmp(p.target.inst[k].p->name, f.g.inst[i].profile) == 0;
+      if (f.g.inst[i].npids && !kept)
+        fail_msg("round %d: %s@%d is in use and was not kept", round, f.g.inst[i].profile,
+                 f.g.inst[i].start);
+    }
+    /* Applying it takes nothing from an instance in use. */
+    struct gs_mig_plan plan;
+    gs_mig_plan_steps(&f.g, &p.target, &plan);
+    pid_t pids[8];
+    assert_int_equal(gs_mig_plan_pids(&f.g, &plan, pids, 8), 0);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -354,6 +487,9 @@ int main(void)
     cmocka_unit_test(test_a_run_applies_every_step),
     cmocka_unit_test(test_a_run_that_fails_at_any_step_rolls_back_to_where_it_started),
     cmocka_unit_test(test_a_rollback_that_cannot_finish_says_so),
+    cmocka_unit_test(test_pending_fills_the_free_space_around_an_instance_in_use),
+    cmocka_unit_test(test_pending_keeps_what_it_can_and_a_busy_gpu_without_mig_stays_so),
+    cmocka_unit_test(test_pending_never_destroys_an_instance_in_use_and_serves_at_least_as_many),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
