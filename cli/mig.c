@@ -37,9 +37,9 @@ static const struct gs_opt mig_entries[] = {
   { .name = "gpu", .arg = "N", .kind = GS_OPT_STRING, .offset = OFF(gpu_text),
     .help = "apply, plan --pending: the GPU (NVML index); show: only this GPU" },
   { .name = "pending", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(pending),
-    .help = "plan: propose the layout change for GPU --gpu that places the most of the pending requests in "
-            "FILE (one [COUNTx]SIZE or [COUNTx]PROFILE a line, '#' comments; - for stdin) and of Slurm's "
-            "pending jobs' --gpu-vram, without destroying an instance in use" },
+    .help = "plan: propose the layout of GPU --gpu that serves the most pending requests, those in FILE "
+            "([COUNTx]SIZE or [COUNTx]PROFILE items, one a line or comma-separated, '#' comments; - for stdin) "
+            "and Slurm's pending jobs' MIG-typed GPU GRES, without destroying an instance in use" },
   { .name = "drain", .kind = GS_OPT_FLAG, .offset = OFF(drain),
     .help = "apply: when tenants or processes use what the change takes, cordon the node (Slurm, Kubernetes), "
             "stop them (SIGTERM, then SIGKILL after --grace), apply, and uncordon" },
