@@ -56,7 +56,8 @@ struct mps_gpu {
   char pipe[PATH_MAX], log[PATH_MAX];
   char uuid[GS_SNAP_STR];
   pid_t control;
-  int prev_mode; /* nvmlComputeMode_t before the daemon set it; -1 unknown */
+  uint64_t control_start; /* its start time: a zombie, or a pid reused, is not it */
+  int prev_mode;          /* nvmlComputeMode_t before the daemon set it; -1 unknown */
   pid_t fault_server;
 };
 
@@ -201,9 +202,11 @@ static pid_t read_pidfile(const struct mps_gpu *g)
   return (pid_t) strtol(buf, NULL, 10);
 }
 
-static bool running(pid_t pid)
+/* The control daemon is not the daemon's child (it daemonizes): whoever adopted it reaps it,
+ * so it may linger as a zombie, which is no running control daemon. */
+static bool running(const struct mps_gpu *g)
 {
-  return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) && gs_proc_start_time(pid) != 0;
+  return g->control > 0 && gs_proc_alive(g->control, g->control_start);
 }
 
 static int control_start(const struct daemon *d, struct mps_gpu *g, gs_error_t *err)
@@ -215,11 +218,15 @@ static int control_start(const struct daemon *d, struct mps_gpu *g, gs_error_t *
   if (r != 0)
     return gs_make_error(err, 0, "%s -d exited %d", d->cfg.mps_control, r);
   double until = daemon_now_mono() + 10;
-  while (!running(g->control = read_pidfile(g)) && daemon_now_mono() < until) {
+  for (;;) {
+    g->control = read_pidfile(g);
+    g->control_start = g->control > 0 ? gs_proc_start_time(g->control) : 0;
+    if (running(g) || daemon_now_mono() >= until)
+      break;
     struct timespec ts = { 0, 20 * 1000 * 1000 };
     nanosleep(&ts, NULL);
   }
-  if (!running(g->control))
+  if (!running(g))
     return gs_make_error(err, 0, "no control daemon pid in %s", g->pipe);
   g->state = MPS_RUNNING;
   g->fault_server = 0;
@@ -236,11 +243,11 @@ static void control_quit(const struct daemon *d, struct mps_gpu *g)
     gs_error_release(&err);
   }
   double until = daemon_now_mono() + 10;
-  while (running(g->control) && daemon_now_mono() < until) {
+  while (running(g) && daemon_now_mono() < until) {
     struct timespec ts = { 0, 20 * 1000 * 1000 };
     nanosleep(&ts, NULL);
   }
-  if (running(g->control)) {
+  if (running(g)) {
     GS_LOG(GS_LOG_WARN, "MPS: GPU %d: control daemon %d did not quit: killed",
            (int) (g - d->mps->gpu), (int) g->control);
     kill(g->control, SIGKILL);
@@ -530,7 +537,7 @@ static void check_gpu(struct daemon *d, int i)
 {
   struct mps_gpu *g = &d->mps->gpu[i];
   char who[1024];
-  if (!running(g->control)) {
+  if (!running(g)) {
     GS_LOG(GS_LOG_ERROR, "MPS: GPU %d: control daemon %d is gone", i, (int) g->control);
     g->control = 0;
     restart(d, i, "its end");

@@ -28,6 +28,15 @@ CLIENT = ("import json, os, sys, time; print(json.dumps({'t': time.time(), 'env'
           "if k.startswith('CUDA_MPS_')}}), flush=True); sys.stdin.read()")
 
 
+def running(pid):
+    """Whether pid runs: a zombie does not (whoever adopted it may not have reaped it yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def compute_mode(env, gpu):
     p = subprocess.run([sys.executable, str(PROBE), "compute_mode", str(gpu)], env=env, capture_output=True,
                        text=True, timeout=60)
@@ -86,7 +95,7 @@ def test_a_gpu_in_mps_mode_gets_its_own_control_daemon_and_exclusive_process(nod
     assert mps["pipe_directory"] == str(node.state / "mps" / "gpu0" / "pipe")
     assert mps["log_directory"] == str(node.state / "mps" / "gpu0" / "log")
     pid = int((pathlib.Path(mps["pipe_directory"]) / "nvidia-cuda-mps-control.pid").read_text())
-    assert pid == mps["control_pid"] and os.path.exists(f"/proc/{pid}")
+    assert pid == mps["control_pid"] and running(pid)
     # The control daemon serves its GPU only.
     assert told(node)[0][1] == f"started pid={pid} CUDA_VISIBLE_DEVICES={gpus[0]['uuid']}"
     assert compute_mode(node.env, 0) == EXCLUSIVE_PROCESS and compute_mode(node.env, 1) == 0
@@ -147,7 +156,7 @@ def test_a_server_fault_is_reported_and_the_server_restarted_once_its_clients_ex
     wait_for(lambda: node.get("/v1/gpus")[1]["gpus"][0]["mps"]["state"] == "running", timeout=30,
              what="the restart")
     mps = node.get("/v1/gpus")[1]["gpus"][0]["mps"]
-    assert mps["control_pid"] != first and os.path.exists(f"/proc/{mps['control_pid']}")
+    assert mps["control_pid"] != first and running(mps["control_pid"])
     assert "control daemon restarted after a server fault" in node.log.read_text()
     assert [c for _, c in told(node)][-1].startswith(("started", "get_"))
 
@@ -159,7 +168,7 @@ def test_the_daemons_shutdown_stops_the_control_daemon_and_gives_the_compute_mod
     clients.append(a)
     server = int(control(node, 0, "get_server_list"))
     node.stop()
-    assert not os.path.exists(f"/proc/{mps['control_pid']}") and not os.path.exists(f"/proc/{server}")
+    assert not running(mps["control_pid"]) and not running(server)
     assert not (pathlib.Path(mps["pipe_directory"]) / "nvidia-cuda-mps-control.pid").exists()
     log = pathlib.Path(mps["log_directory"]) / "control.log"
     assert log.read_text().splitlines()[-1].split(" ", 1)[1] == "quit"
