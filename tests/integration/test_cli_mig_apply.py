@@ -16,6 +16,7 @@ import pytest
 
 from conftest import BIN, make_sim_env, run
 from daemon_env import Daemon, Tenant, wait_for
+from quota_env import for_python
 
 GPUSLICE = BIN / "gpuslice"
 PROBE = pathlib.Path(__file__).with_name("mig_probe.py")
@@ -29,8 +30,8 @@ def mig(env, *args, stdin=None):
 
 def nvml_state(env, gpu=0):
     """What the simulated NVML says GPU gpu holds, read without gpuslice."""
-    p = subprocess.run([sys.executable, str(PROBE), "state", str(gpu)], env=env, capture_output=True, text=True,
-                       timeout=60)
+    p = subprocess.run([sys.executable, str(PROBE), "state", str(gpu)], env=for_python(env), capture_output=True,
+                       text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
@@ -43,8 +44,8 @@ def layout_of(env, gpu=0):
 
 
 def fail_in(env, nth, gpu=0):
-    p = subprocess.run([sys.executable, str(PROBE), "fail", str(gpu), str(nth)], env=env, capture_output=True,
-                       text=True, timeout=60)
+    p = subprocess.run([sys.executable, str(PROBE), "fail", str(gpu), str(nth)], env=for_python(env),
+                       capture_output=True, text=True, timeout=60)
     assert json.loads(p.stdout)["rc"] == 0
 
 
@@ -231,7 +232,7 @@ def test_drain_kills_what_ignores_sigterm_after_the_grace(node, tmp_path):
     env = dict(node.env, PATH=str(tmp_path))  # no scontrol, no kubectl
     holder = subprocess.Popen([sys.executable, "-c", "import signal,sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                                f"sys.argv=['p','cuda',str({GIB})]; exec(open({str(PROBE)!r}).read())"],
-                              env=node.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                              env=for_python(node.env), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert json.loads(holder.stdout.readline())["alloc_rc"] == 0
     r = mig(env, "apply", "--gpu", "0", "--drain", "--grace", "1", SEED)
     assert r.returncode == 0, r.stderr
@@ -272,7 +273,7 @@ def test_a_node_drained_already_is_left_drained(node, fakebin):
 def test_a_tenant_on_a_mig_instance_is_held_to_its_own_vram_within_it(env):
     assert mig(env, "apply", "--gpu", "0", "1g.10gb@0 1g.10gb@1 3g.40gb@4").returncode == 0
     uuid = mig_uuids(env)["3g.40gb@4"]
-    menv = dict(env, CUDA_VISIBLE_DEVICES=uuid)
+    menv = for_python(dict(env, CUDA_VISIBLE_DEVICES=uuid))
     probe = [sys.executable, str(PROBE), "tenant_view", uuid]
     # Inside the tenant: 4 GiB of the instance, in cuMemGetInfo and in NVML's view of the MIG device.
     r = run([GPUSLICE, "run", "--vram", "4Gi", "--", *probe, str(3 * GIB)], env=menv)

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from conftest import BIN, make_sim_env, run
+from quota_env import for_python
 
 GPUSLICE = BIN / "gpuslice"
 PROBE = pathlib.Path(__file__).with_name("mig_probe.py")
@@ -22,8 +23,8 @@ def mig(env, *args, stdin=None):
 
 
 def layout_of(env):
-    p = subprocess.run([sys.executable, str(PROBE), "state", "0"], env=env, capture_output=True, text=True,
-                       timeout=60)
+    p = subprocess.run([sys.executable, str(PROBE), "state", "0"], env=for_python(env), capture_output=True,
+                       text=True, timeout=60)
     st = json.loads(p.stdout)
     return " ".join(f'{i["profile"]}@{i["start"]}' for i in st["instances"]), st
 
@@ -43,7 +44,7 @@ def in_use(env):
     _, st = layout_of(env)
     gi = next(i["id"] for i in st["instances"] if i["start"] == 4)
     uuid = next(d["uuid"] for d in st["mig_devices"] if d["gi_id"] == gi)
-    p = subprocess.Popen([sys.executable, str(PROBE), "cuda", str(GIB)], env=dict(env, CUDA_VISIBLE_DEVICES=uuid),
+    p = subprocess.Popen([sys.executable, str(PROBE), "cuda", str(GIB)], env=for_python(dict(env, CUDA_VISIBLE_DEVICES=uuid)),
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert json.loads(p.stdout.readline())["alloc_rc"] == 0
     yield p

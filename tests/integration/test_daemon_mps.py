@@ -17,6 +17,7 @@ import pytest
 
 from conftest import BIN, run
 from daemon_env import Daemon, wait_for
+from quota_env import for_python
 
 GPUSLICE = BIN / "gpuslice"
 HERE = pathlib.Path(__file__).resolve().parent
@@ -38,8 +39,8 @@ def running(pid):
 
 
 def compute_mode(env, gpu):
-    p = subprocess.run([sys.executable, str(PROBE), "compute_mode", str(gpu)], env=env, capture_output=True,
-                       text=True, timeout=60)
+    p = subprocess.run([sys.executable, str(PROBE), "compute_mode", str(gpu)], env=for_python(env),
+                       capture_output=True, text=True, timeout=60)
     return json.loads(p.stdout)["mode"]
 
 

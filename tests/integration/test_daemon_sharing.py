@@ -14,6 +14,7 @@ import pytest
 
 from conftest import BIN, run
 from daemon_env import Daemon, wait_for
+from quota_env import for_python
 
 GPUSLICE = BIN / "gpuslice"
 PROBE = pathlib.Path(__file__).with_name("mig_probe.py")
@@ -70,7 +71,7 @@ def test_a_mig_instances_framebuffer_is_served_with_gpu_i_profile_and_gpu_i_id(n
     assert set(inst) == {"3g.40gb/2", "1g.10gb/7", "1g.10gb/8"}  # ids: the memory-slice tree's nodes
     big = inst["3g.40gb/2"]
     holder = subprocess.Popen([sys.executable, str(PROBE), "cuda", str(3 * 1024 * MIB)],
-                              env=dict(node.env, CUDA_VISIBLE_DEVICES=big["uuid"]), stdin=subprocess.PIPE,
+                              env=for_python(dict(node.env, CUDA_VISIBLE_DEVICES=big["uuid"])), stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     try:
         assert json.loads(holder.stdout.readline())["alloc_rc"] == 0
