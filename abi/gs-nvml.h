@@ -86,9 +86,42 @@ typedef enum nvmlReturn_enum {
 #define NVML_INIT_FLAG_NO_GPUS 1
 #define NVML_INIT_FLAG_NO_ATTACH 2
 
-/* MIG modes reported by nvmlDeviceGetMigMode. */
+/* MIG modes of nvmlDeviceGetMigMode and nvmlDeviceSetMigMode. */
 #define NVML_DEVICE_MIG_DISABLE 0x0
 #define NVML_DEVICE_MIG_ENABLE 0x1
+
+/* GPU instance profiles: the `profile` argument of nvmlDeviceGetGpuInstanceProfileInfo(V).
+ * What the other MIG calls take is the profile's id, nvmlGpuInstanceProfileInfo_v2_t.id
+ * (nvidia-smi's "Profile ID"), not these. */
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE 0x0
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE 0x1
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE 0x2
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE 0x3
+#define NVML_GPU_INSTANCE_PROFILE_7_SLICE 0x4
+#define NVML_GPU_INSTANCE_PROFILE_8_SLICE 0x5
+#define NVML_GPU_INSTANCE_PROFILE_6_SLICE 0x6
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 0x7 /* the +me (media extensions) profile */
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 0x8
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 0x9 /* one compute slice, two memory slices */
+#define NVML_GPU_INSTANCE_PROFILE_COUNT 0xA
+
+/* nvmlGpuInstanceProfileInfo_v3_t.capabilities (NVIDIA spells it INTSTANCE). */
+#define NVML_GPU_INTSTANCE_PROFILE_CAPS_P2P 0x1
+
+/* Compute instance profiles: the `profile` argument of
+ * nvmlGpuInstanceGetComputeInstanceProfileInfo(V). */
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0x0
+#define NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE 0x1
+#define NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE 0x2
+#define NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE 0x3
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE 0x4
+#define NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE 0x5
+#define NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE 0x6
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1 0x7
+#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT 0x8
+
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0x0 /* every engine but the SMs shared */
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT 0x1
 
 /* CUDA driver version helpers: 13000 is 13.0. */
 #define NVML_CUDA_DRIVER_VERSION_MAJOR(v) ((v) / 1000)
@@ -118,6 +151,8 @@ typedef enum nvmlReturn_enum {
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
 typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
+typedef struct nvmlGpuInstance_st *nvmlGpuInstance_t;
+typedef struct nvmlComputeInstance_st *nvmlComputeInstance_t;
 
 /* ---- enums ---- */
 
@@ -167,6 +202,15 @@ typedef enum nvmlGpuVirtualizationMode {
   NVML_GPU_VIRTUALIZATION_MODE_HOST_VGPU = 3,   /* the hypervisor's side, vGPU mode */
   NVML_GPU_VIRTUALIZATION_MODE_HOST_VSGA = 4    /* the hypervisor's side, vSGA mode */
 } nvmlGpuVirtualizationMode_t;
+
+/* nvmlDeviceGetComputeMode / nvmlDeviceSetComputeMode. */
+typedef enum nvmlComputeMode_enum {
+  NVML_COMPUTEMODE_DEFAULT = 0,           /* any number of contexts */
+  NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,  /* support removed */
+  NVML_COMPUTEMODE_PROHIBITED = 2,        /* no contexts */
+  NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3, /* one context, of one process (an MPS server's) */
+  NVML_COMPUTEMODE_COUNT
+} nvmlComputeMode_t;
 
 typedef enum nvmlValueType_enum {
   NVML_VALUE_TYPE_DOUBLE = 0,
@@ -319,6 +363,133 @@ typedef struct nvmlGpmSupport_st {
   unsigned int isSupportedDevice;
 } nvmlGpmSupport_t;
 
+/* ---- MIG: GPU instances and compute instances ---- */
+
+/* Memory slices [start, start + size) of a GPU instance. */
+typedef struct nvmlGpuInstancePlacement_st {
+  unsigned int start;
+  unsigned int size;
+} nvmlGpuInstancePlacement_t;
+
+/* What nvmlDeviceGetGpuInstanceProfileInfo (no version field) fills. */
+typedef struct nvmlGpuInstanceProfileInfo_st {
+  unsigned int id; /* the profile id the other calls take */
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;    /* compute slices */
+  unsigned int instanceCount; /* how many of it a GPU may hold */
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB; /* MiB */
+} nvmlGpuInstanceProfileInfo_t;
+
+/* nvmlDeviceGetGpuInstanceProfileInfoV with version nvmlGpuInstanceProfileInfo_v2. */
+typedef struct nvmlGpuInstanceProfileInfo_v2_st {
+  unsigned int version;
+  unsigned int id;
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE]; /* "MIG 1g.10gb" */
+} nvmlGpuInstanceProfileInfo_v2_t;
+
+#define nvmlGpuInstanceProfileInfo_v2 NVML_STRUCT_VERSION(GpuInstanceProfileInfo, 2)
+
+/* Version 3 drops isP2pSupported for capabilities at the end (NVML_GPU_INTSTANCE_PROFILE_CAPS_*). */
+typedef struct nvmlGpuInstanceProfileInfo_v3_st {
+  unsigned int version;
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+  unsigned int capabilities;
+} nvmlGpuInstanceProfileInfo_v3_t;
+
+#define nvmlGpuInstanceProfileInfo_v3 NVML_STRUCT_VERSION(GpuInstanceProfileInfo, 3)
+
+typedef struct nvmlGpuInstanceInfo_st {
+  nvmlDevice_t device;  /* the parent GPU */
+  unsigned int id;      /* unique within the GPU while it lives */
+  unsigned int profileId;
+  nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+
+/* Compute slices [start, start + size) within the GPU instance. */
+typedef struct nvmlComputeInstancePlacement_st {
+  unsigned int start;
+  unsigned int size;
+} nvmlComputeInstancePlacement_t;
+
+typedef struct nvmlComputeInstanceProfileInfo_st {
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+typedef struct nvmlComputeInstanceProfileInfo_v2_st {
+  unsigned int version;
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+} nvmlComputeInstanceProfileInfo_v2_t;
+
+#define nvmlComputeInstanceProfileInfo_v2 NVML_STRUCT_VERSION(ComputeInstanceProfileInfo, 2)
+
+typedef struct nvmlComputeInstanceProfileInfo_v3_st {
+  unsigned int version;
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+  unsigned int capabilities;
+} nvmlComputeInstanceProfileInfo_v3_t;
+
+#define nvmlComputeInstanceProfileInfo_v3 NVML_STRUCT_VERSION(ComputeInstanceProfileInfo, 3)
+
+typedef struct nvmlComputeInstanceInfo_st {
+  nvmlDevice_t device;
+  nvmlGpuInstance_t gpuInstance;
+  unsigned int id; /* unique within its GPU instance while it lives */
+  unsigned int profileId;
+  nvmlComputeInstancePlacement_t placement;
+} nvmlComputeInstanceInfo_t;
+
 /* ---- layout checks: a wrong size here is a wrong ABI ---- */
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && defined(__x86_64__)
@@ -335,6 +506,20 @@ _Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t layout");
 _Static_assert(sizeof(nvmlGpmMetric_t) == 40, "nvmlGpmMetric_t layout");
 _Static_assert(sizeof(nvmlGpmMetricsGet_t) == 24 + 333 * 40, "nvmlGpmMetricsGet_t layout");
 _Static_assert(sizeof(nvmlGpmSupport_t) == 8, "nvmlGpmSupport_t layout");
+_Static_assert(sizeof(nvmlGpuInstancePlacement_t) == 8, "nvmlGpuInstancePlacement_t layout");
+_Static_assert(sizeof(nvmlGpuInstanceProfileInfo_t) == 48, "nvmlGpuInstanceProfileInfo_t layout");
+_Static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152, "nvmlGpuInstanceProfileInfo_v2_t layout");
+_Static_assert(sizeof(nvmlGpuInstanceProfileInfo_v3_t) == 152, "nvmlGpuInstanceProfileInfo_v3_t layout");
+_Static_assert(__builtin_offsetof(nvmlGpuInstanceProfileInfo_v3_t, capabilities) == 144,
+               "nvmlGpuInstanceProfileInfo_v3_t layout");
+_Static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24, "nvmlGpuInstanceInfo_t layout");
+_Static_assert(sizeof(nvmlComputeInstancePlacement_t) == 8, "nvmlComputeInstancePlacement_t layout");
+_Static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36, "nvmlComputeInstanceProfileInfo_t layout");
+_Static_assert(sizeof(nvmlComputeInstanceProfileInfo_v2_t) == 136,
+               "nvmlComputeInstanceProfileInfo_v2_t layout");
+_Static_assert(sizeof(nvmlComputeInstanceProfileInfo_v3_t) == 140,
+               "nvmlComputeInstanceProfileInfo_v3_t layout");
+_Static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32, "nvmlComputeInstanceInfo_t layout");
 #endif
 
 /* ---- initialization and system queries ---- */
@@ -370,6 +555,9 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfoLegacy_t *p
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci);
 nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor);
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode);
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode);
+/* Root only. Not on a GPU in MIG mode (NVML_ERROR_NOT_SUPPORTED). */
+nvmlReturn_t nvmlDeviceSetComputeMode(nvmlDevice_t device, nvmlComputeMode_t mode);
 
 /* ---- memory, utilization, processes ---- */
 
@@ -433,6 +621,62 @@ nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample);
 nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample);
 /* The metrics between sample1 and sample2 (taken at least 100 ms apart, as NVIDIA advises). */
 nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet);
+
+/* ---- MIG (Multi-Instance GPU) management ---- */
+
+/* Sets the mode to take effect at the next activation: the call resets the GPU when it can;
+ * *activationStatus says whether it did (NVML_SUCCESS) or why not (NVML_ERROR_IN_USE: the GPU
+ * was busy, the mode stays pending until a reset). */
+nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode, nvmlReturn_t *activationStatus);
+/* `profile` is an NVML_GPU_INSTANCE_PROFILE_*; the V call needs info->version set. */
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
+                                                 nvmlGpuInstanceProfileInfo_t *info);
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,
+                                                  nvmlGpuInstanceProfileInfo_v2_t *info);
+/* placements NULL: the count only. */
+nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t device, unsigned int profileId,
+                                                           nvmlGpuInstancePlacement_t *placements,
+                                                           unsigned int *count);
+nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device, unsigned int profileId,
+                                         nvmlGpuInstance_t *gpuInstance);
+nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsigned int profileId,
+                                                      const nvmlGpuInstancePlacement_t *placement,
+                                                      nvmlGpuInstance_t *gpuInstance);
+/* NVML_ERROR_IN_USE while it has compute instances or processes. */
+nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance);
+/* The GPU instances of one profile id; *count in: room, out: how many. */
+nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profileId,
+                                       nvmlGpuInstance_t *gpuInstances, unsigned int *count);
+nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t *gpuInstance);
+nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t *info);
+/* `profile` is an NVML_COMPUTE_INSTANCE_PROFILE_*, engProfile an
+ * NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_*. */
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gpuInstance, unsigned int profile,
+                                                          unsigned int engProfile,
+                                                          nvmlComputeInstanceProfileInfo_t *info);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(nvmlGpuInstance_t gpuInstance, unsigned int profile,
+                                                           unsigned int engProfile,
+                                                           nvmlComputeInstanceProfileInfo_v2_t *info);
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                                                  nvmlComputeInstance_t *computeInstance);
+/* NVML_ERROR_IN_USE while processes run on it. */
+nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                                                nvmlComputeInstance_t *computeInstances, unsigned int *count);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gpuInstance, unsigned int id,
+                                                   nvmlComputeInstance_t *computeInstance);
+nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t computeInstance, nvmlComputeInstanceInfo_t *info);
+
+/* MIG devices: a compute instance seen as a device handle, usable (with restrictions) where a
+ * GPU's handle is (name, UUID "MIG-...", memory info, processes). */
+nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice);
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id);
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id);
+/* How many MIG devices the GPU may hold; 0 when MIG is off or unsupported. */
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count);
+/* NVML_ERROR_NOT_FOUND when no MIG device is at index. */
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *migDevice);
+nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice, nvmlDevice_t *device);
 
 #ifdef __cplusplus
 }

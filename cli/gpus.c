@@ -1,5 +1,6 @@
 /* `gpuslice gpus`: the node's GPUs as the daemon last sampled them (GET /v1/gpus): memory,
- * utilization, power, temperature, clocks and how many tenants use each. --json prints the
+ * utilization, power, temperature, clocks, how many tenants use each, and how it is shared
+ * (the daemon's sharing setting: timeslice, mps, mig:<layout>). --json prints the
  * daemon's reply (docs/cli.md). The GPU table is shared with `top` (cli-node-tables.h). */
 #include "cli.h"
 
@@ -33,18 +34,27 @@ static void add_gpu_row(struct table *t, const json_t *g)
   snprintf(sm, sizeof(sm), "%.0f MHz", jnum(g, "sm_clock_mhz", 0));
   snprintf(memclk, sizeof(memclk), "%.0f MHz", jnum(g, "mem_clock_mhz", 0));
   snprintf(tenants, sizeof(tenants), "%.0f", jnum(g, "tenants", 0));
-  const char *cells[] = {
-    idx, jstr(g, "name"), jstr(g, "uuid"), jstr(g, "pci_bus_id"), mem, util, power, temp,
-    sm,  memclk,          tenants
-  };
+  const char *sharing = jstr(g, "sharing");
+  const char *cells[] = { idx,
+                          jstr(g, "name"),
+                          jstr(g, "uuid"),
+                          jstr(g, "pci_bus_id"),
+                          mem,
+                          util,
+                          power,
+                          temp,
+                          sm,
+                          memclk,
+                          tenants,
+                          sharing && *sharing ? sharing : "-" };
   table_add(t, cells);
 }
 
 struct table *gpus_table(const json_t *gpus)
 {
-  static const char *headers[] = { "GPU",   "NAME", "UUID",     "PCI",       "MEMORY", "UTIL",
-                                   "POWER", "TEMP", "SM-CLOCK", "MEM-CLOCK", "TENANTS" };
-  struct table *t = table_new(11, "rlllrrrrrrr", headers);
+  static const char *headers[] = { "GPU",   "NAME", "UUID",     "PCI",       "MEMORY",  "UTIL",
+                                   "POWER", "TEMP", "SM-CLOCK", "MEM-CLOCK", "TENANTS", "SHARING" };
+  struct table *t = table_new(12, "rlllrrrrrrrl", headers);
   size_t i;
   const json_t *g;
   json_array_foreach(gpus, i, g) add_gpu_row(t, g);

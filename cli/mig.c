@@ -1,6 +1,8 @@
-/* `gpuslice mig plan|profiles`: MIG layouts from a list of memory demands, shown the way
- * operators read them (profile@start per GPU), and a model's profile table. The planning
- * is in lib/mig-plan.c; this file parses the demand list, and prints. */
+/* `gpuslice mig plan|profiles|show|apply`: MIG layouts from a list of memory demands, shown
+ * the way operators read them (profile@start per GPU), and a model's profile table; the GPUs'
+ * MIG mode and instances (mig-show.c); a layout applied to a GPU (mig-apply.c, mig-drain.c);
+ * the layout change pending requests want (mig-pending.c). The planning is in lib/mig-plan.c;
+ * this file holds the verb's one option table, parses the demand list, and prints. */
 #include "cli.h"
 
 #include <errno.h>
@@ -13,16 +15,12 @@
 #include <gpuslice/price.h>
 #include "cli-json.h"
 #include "cli-table.h"
+#include "mig-cli.h"
 
 #define MAX_DEMANDS 4096
 #define TEXT(x) #x
 #define NUMBER_TEXT(x) TEXT(x)
 #define GIB 1073741824.0
-
-struct mig_opts {
-  const char *sub, *model, *demand, *table;
-  bool json;
-};
 
 #define OFF(f) offsetof(struct mig_opts, f)
 // clang-format off
@@ -36,6 +34,22 @@ static const struct gs_opt mig_entries[] = {
             NUMBER_TEXT(MAX_DEMANDS) "." },
   { .name = "mig-table", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(table),
     .help = "Profile table CSV instead of the built-in one (docs/mig.md)" },
+  { .name = "gpu", .arg = "N", .kind = GS_OPT_STRING, .offset = OFF(gpu_text),
+    .help = "apply, plan --pending: the GPU (NVML index); show: only this GPU" },
+  { .name = "pending", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(pending),
+    .help = "plan: propose the layout of GPU --gpu that serves the most pending requests, those in FILE "
+            "([COUNTx]SIZE or [COUNTx]PROFILE items, one a line or comma-separated, '#' comments; - for stdin) "
+            "and Slurm's pending jobs' MIG-typed GPU GRES, without destroying an instance in use" },
+  { .name = "drain", .kind = GS_OPT_FLAG, .offset = OFF(drain),
+    .help = "apply: when tenants or processes use what the change takes, cordon the node (Slurm, Kubernetes), "
+            "stop them (SIGTERM, then SIGKILL after --grace), apply, and uncordon" },
+  { .name = "grace", .arg = "SECONDS", .kind = GS_OPT_DOUBLE, .offset = OFF(grace), .def = "10",
+    .min = 0, .max = 3600, .help = "apply --drain: how long stopped processes get before SIGKILL" },
+  { .name = "node", .arg = "NAME", .kind = GS_OPT_STRING, .offset = OFF(node),
+    .help = "apply --drain: the node's name in Slurm and Kubernetes (default: $SLURMD_NODENAME, $NODE_NAME, "
+            "else the short host name)" },
+  { .name = "socket", .arg = "PATH", .kind = GS_OPT_STRING, .offset = OFF(socket),
+    .help = "apply: the daemon's socket, asked for the tenants (default as for ps)" },
   { .name = "json", .kind = GS_OPT_FLAG, .offset = OFF(json), .help = "Machine-readable output (docs/cli.md)" },
   GS_OPT_HELP_ENTRY,
 };
@@ -46,34 +60,89 @@ static const struct gs_opt mig_entries[] = {
 const struct gs_opt_table cli_mig_table = {
   .verb = "mig",
   .synopsis = "mig plan --model MODEL --demand LIST [--mig-table FILE] [--json]\n"
-              "mig profiles --model MODEL [--mig-table FILE] [--json]",
-  .summary = "Plan MIG layouts for memory demands; list a model's MIG profiles",
+              "mig plan --gpu N --pending FILE [--mig-table FILE] [--json]\n"
+              "mig profiles --model MODEL [--mig-table FILE] [--json]\n"
+              "mig show [--gpu N] [--json]\n"
+              "mig apply --gpu N [--drain [--grace SECONDS] [--node NAME]] [--socket PATH] LAYOUT",
+  .summary = "Plan MIG layouts, list profiles, show and apply a GPU's MIG layout",
   .intro = "plan: picks the smallest MIG profile that holds each demand and lays the instances onto\n"
            "as few GPUs as it can, at valid start positions, and prints each GPU's layout as\n"
            "profile@start (start = first memory slice, 0..7) and which demand each instance serves.\n"
-           "profiles: lists a model's MIG profiles.\n",
-  .outro = "Exit status: 0 success, 1 failure, 2 usage error (bad demand, unknown model, a demand\n"
-           "larger than the largest profile, a malformed table).\n",
+           "With --pending, proposes the layout of GPU --gpu that places the most pending requests\n"
+           "without destroying an instance in use.\n"
+           "profiles: lists a model's MIG profiles.\n"
+           "show: each GPU's MIG mode and instances, as profile@start.\n"
+           "apply: makes GPU --gpu's instances those of LAYOUT (as plan prints it, e.g. '1g.10gb@0\n"
+           "3g.40gb@4', or plan's --json, or 'off'; - reads it from stdin) through NVML, keeping the\n"
+           "instances that stay. Refused while tenants or processes use what it changes, unless\n"
+           "--drain. A failed apply rolls back to the layout the GPU had.\n",
+  .outro = "Exit status: 0 success, 1 failure (a GPU in use, a failed and rolled-back apply), 2 usage\n"
+           "error (bad demand, unknown model or profile, a layout that does not fit the GPU, a GPU\n"
+           "without MIG, a malformed table).\n",
   GS_OPT_ENTRIES(mig_entries),
   .flags = GS_OPTS_PERMUTE,
 };
 // clang-format on
 
+static bool is(const struct mig_opts *o, const char *sub)
+{
+  return strcmp(o->sub, sub) == 0;
+}
+
+/* --gpu N: an NVML index. */
+static int check_gpu(struct mig_opts *o)
+{
+  char *end = NULL;
+  o->gpu = -1;
+  if (!o->gpu_text)
+    return -1;
+  long v = strtol(o->gpu_text, &end, 10);
+  if (!*o->gpu_text || *end || v < 0 || v > 63)
+    return cli_usage_error("mig", "--gpu: '%s' is not a GPU index", o->gpu_text);
+  o->gpu = (int) v;
+  return -1;
+}
+
+/* What each subcommand needs, and takes: apply alone has an operand, its LAYOUT. */
+static int check_needs(int argc, char **argv, int next, struct mig_opts *o)
+{
+  if (is(o, "apply")) {
+    if (next + 1 >= argc)
+      return cli_usage_error("mig", "apply: missing LAYOUT (see gpuslice mig --help)");
+    o->layout = argv[next + 1];
+    if (cli_no_operands("mig", argc, argv, next + 2) >= 0)
+      return CLI_USAGE;
+  } else if (cli_no_operands("mig", argc, argv, next + 1) >= 0) {
+    return CLI_USAGE;
+  }
+  if ((is(o, "apply") || (is(o, "plan") && o->pending)) && o->gpu < 0)
+    return cli_usage_error("mig", "%s: --gpu is required (see gpuslice mig --help)", o->sub);
+  if ((is(o, "profiles") || (is(o, "plan") && !o->pending)) && !o->model)
+    return cli_usage_error("mig", "--model is required (see gpuslice mig --help)");
+  if (is(o, "plan") && !o->demand && !o->pending)
+    return cli_usage_error("mig",
+                           "plan: --demand is required (or --pending; see gpuslice mig --help)");
+  if (is(o, "plan") && o->demand && o->pending)
+    return cli_usage_error("mig", "plan: --demand and --pending do not go together");
+  return -1;
+}
+
 /* The subcommand, and the options it needs. */
 static int check_args(int argc, char **argv, int next, struct mig_opts *o)
 {
+  static const char *const subs[] = { "plan", "profiles", "show", "apply" };
   if (next >= argc)
-    return cli_usage_error("mig", "missing subcommand: plan or profiles (see gpuslice mig --help)");
+    return cli_usage_error(
+      "mig", "missing subcommand: plan, profiles, show or apply (see gpuslice mig --help)");
   o->sub = argv[next];
-  if (strcmp(o->sub, "plan") != 0 && strcmp(o->sub, "profiles") != 0)
-    return cli_usage_error("mig", "'%s': unknown subcommand, want plan or profiles", o->sub);
-  if (cli_no_operands("mig", argc, argv, next + 1) >= 0)
-    return CLI_USAGE;
-  if (!o->model)
-    return cli_usage_error("mig", "--model is required (see gpuslice mig --help)");
-  if (strcmp(o->sub, "plan") == 0 && !o->demand)
-    return cli_usage_error("mig", "plan: --demand is required (see gpuslice mig --help)");
-  return -1;
+  bool known = false;
+  for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+    known |= strcmp(o->sub, subs[i]) == 0;
+  if (!known)
+    return cli_usage_error("mig", "'%s': unknown subcommand, want plan, profiles, show or apply",
+                           o->sub);
+  int r = check_gpu(o);
+  return r >= 0 ? r : check_needs(argc, argv, next, o);
 }
 
 static int parse_args(int argc, char **argv, struct mig_opts *o)
@@ -91,7 +160,7 @@ struct demand {
 };
 
 /* Any error from here on is about what was typed or the table given: exit 2. */
-static int input_error(gs_error_t *err)
+int mig_input_error(gs_error_t *err)
 {
   cli_usage_error("mig", "%s", (*err)->msg);
   gs_error_release(err);
@@ -124,36 +193,37 @@ static int parse_item(const struct gs_mig_table *t, const char *model, const cha
   return 0;
 }
 
-static int add_item(const struct gs_mig_table *t, const char *model, const char *item, size_t len,
-                    struct demand *out, int *n, gs_error_t *err)
+/* src names where the items come from in messages: "--demand", "--pending". */
+static int add_item(const struct gs_mig_table *t, const char *model, const char *src,
+                    const char *item, size_t len, struct demand *out, int *n, gs_error_t *err)
 {
   long count;
   size_t skip;
   char what[64];
   if (len == 0 || len >= sizeof(what) || split_count(item, len, &count, &skip) < 0)
     return gs_make_error(err, 0,
-                         "--demand item '%.*s': want [COUNTx]SIZE or [COUNTx]PROFILE "
+                         "%s item '%.*s': want [COUNTx]SIZE or [COUNTx]PROFILE "
                          "with COUNT 1..%d",
-                         (int) (len < 60 ? len : 60), item, MAX_DEMANDS);
+                         src, (int) (len < 60 ? len : 60), item, MAX_DEMANDS);
   memcpy(what, item + skip, len - skip);
   what[len - skip] = '\0';
   struct demand d = { item, len, 0, NULL };
   if (parse_item(t, model, what, &d, err) < 0)
-    return gs_error_prepend(err, "--demand item '%.*s'", (int) len, item);
+    return gs_error_prepend(err, "%s item '%.*s'", src, (int) len, item);
   if (*n + count > MAX_DEMANDS)
-    return gs_make_error(err, 0, "--demand: more than %d instances", MAX_DEMANDS);
+    return gs_make_error(err, 0, "%s: more than %d instances", src, MAX_DEMANDS);
   for (long i = 0; i < count; i++)
     out[(*n)++] = d;
   return 0;
 }
 
-static int parse_demands(const struct gs_mig_table *t, const char *model, const char *list,
-                         struct demand *out, int *n, gs_error_t *err)
+static int parse_demands(const struct gs_mig_table *t, const char *model, const char *src,
+                         const char *list, struct demand *out, int *n, gs_error_t *err)
 {
   *n = 0;
   for (const char *p = list;;) {
     size_t len = strcspn(p, ",");
-    if (add_item(t, model, p, len, out, n, err) < 0)
+    if (add_item(t, model, src, p, len, out, n, err) < 0)
       return -1;
     if (!p[len])
       return 0;
@@ -161,16 +231,36 @@ static int parse_demands(const struct gs_mig_table *t, const char *model, const 
   }
 }
 
-static int choose_profiles(const struct gs_mig_table *t, const char *model, struct demand *d, int n,
-                           const struct gs_mig_profile **p, gs_error_t *err)
+static int choose_profiles(const struct gs_mig_table *t, const char *model, const char *src,
+                           struct demand *d, int n, const struct gs_mig_profile **p,
+                           gs_error_t *err)
 {
   for (int i = 0; i < n; i++) {
     p[i] = d[i].p ? d[i].p : gs_mig_smallest_fit(t, model, d[i].bytes, err);
     if (!p[i])
-      return gs_error_prepend(err, "--demand item '%.*s'", (int) d[i].text_len, d[i].text);
+      return gs_error_prepend(err, "%s item '%.*s'", src, (int) d[i].text_len, d[i].text);
     d[i].p = p[i];
   }
   return 0;
+}
+
+int mig_read_demands(const struct gs_mig_table *t, const char *model, const char *src,
+                     const char *list, const struct gs_mig_profile **p, int cap, int *n,
+                     gs_error_t *err)
+{
+  struct demand *d = calloc(MAX_DEMANDS, sizeof(*d));
+  const struct gs_mig_profile **all = calloc(MAX_DEMANDS, sizeof(*all));
+  int r = -1;
+  if (!d || !all)
+    gs_make_error(err, ENOMEM, "demands");
+  else if (parse_demands(t, model, src, list, d, n, err) == 0 &&
+           choose_profiles(t, model, src, d, *n, all, err) == 0)
+    r = *n <= cap ? 0 : gs_make_error(err, 0, "more than %d requests", cap);
+  if (r == 0)
+    memcpy(p, all, (size_t) *n * sizeof(*p));
+  free(all);
+  free(d);
+  return r;
 }
 
 /* "1g.10gb@0 1g.10gb@1 3g.40gb@4" for GPU g. */
@@ -243,9 +333,9 @@ static int mig_plan(const struct mig_opts *o, const struct gs_mig_table *t, cons
   int n, r = CLI_OK;
   if (!d || !p) {
     r = cli_fail("mig", (gs_make_error(&err, ENOMEM, "plan"), &err));
-  } else if (parse_demands(t, model, o->demand, d, &n, &err) < 0 ||
-             choose_profiles(t, model, d, n, p, &err) < 0) {
-    r = input_error(&err);
+  } else if (parse_demands(t, model, "--demand", o->demand, d, &n, &err) < 0 ||
+             choose_profiles(t, model, "--demand", d, n, p, &err) < 0) {
+    r = mig_input_error(&err);
   } else if (gs_mig_plan_profiles(p, n, &l, &err) < 0) {
     r = cli_fail("mig", &err);
   } else if (o->json) {
@@ -323,14 +413,21 @@ int cli_mig(int argc, char **argv)
   int r = parse_args(argc, argv, &o);
   if (r >= 0)
     return r;
+  if (is(&o, "show"))
+    return mig_show(&o);
   gs_error_t err = NULL;
   struct gs_mig_table *t = NULL;
   size_t n;
   if ((o.table ? gs_mig_table_load(o.table, &t, &err) : gs_mig_table_default(&t, &err)) < 0)
-    return input_error(&err);
+    return mig_input_error(&err);
+  if (is(&o, "apply") || o.pending) {
+    r = is(&o, "apply") ? mig_apply(&o, t) : mig_plan_pending(&o, t);
+    gs_mig_table_free(t);
+    return r;
+  }
   const struct gs_mig_profile *p = gs_mig_profiles(t, o.model, &n, &err);
   if (!p)
-    r = input_error(&err);
+    r = mig_input_error(&err);
   else if (strcmp(o.sub, "profiles") == 0)
     r = mig_profiles(&o, p, n);
   else

@@ -40,6 +40,8 @@ int run_register(const struct run_tenant *t, gs_error_t *err)
   };
   int rc = gs_daemon_register(daemon_client_socket(NULL), &reg, REGISTER_TIMEOUT_MS, &e);
   registered = rc == 0;
+  if (registered)
+    run_mps_env(t->name);
   if (rc < 0) {
     gs_make_error(err, 0, "%s", e->msg);
     gs_error_release(&e);

@@ -1,9 +1,16 @@
 /* `gpuslice slurm gres`: the slurm.conf, gres.conf and plugstack.conf lines for the node's
  * GPUs as NVML sees them (the simulated GPU under GPUSLICE_SIM), with shards of each GPU for
  * the SPANK plugin's shard fractions (docs/slurm.md). What the plugin does with them is
- * integrations/slurm/'s; the GPUs are read through the daemon's NVML module. */
+ * integrations/slurm/'s; the GPUs are read through the daemon's NVML module.
+ *
+ * How each GPU is shared (the daemon's sharing setting, asked of the daemon when one answers)
+ * becomes the node's Slurm features (gpuslice-mps, gpuslice-mig, gpuslice-timeslice; left out
+ * when every GPU is time-sliced), a comment per GPU, and for a GPU in MPS mode Slurm's own
+ * gres/mps (Count=100: a job's --gres=mps:N is its percent of the GPU). */
 #include "cli.h"
 #include "daemon.h"
+
+#include <gpuslice/daemon-client.h>
 
 #include <limits.h>
 #include <stdio.h>
@@ -15,8 +22,10 @@
 
 struct slurm_opts {
   long long shards;
-  const char *node, *dev_dir, *plugin;
+  const char *node, *dev_dir, *plugin, *socket;
 };
+
+#define SHARING_TEXT 160
 
 static int set_node(void *opts, const char *arg, gs_error_t *err)
 {
@@ -57,6 +66,8 @@ static const struct gs_opt slurm_entries[] = {
     .help = "Where the GPUs' device files are (default /dev)" },
   { .name = "plugin", .arg = "PATH", .kind = GS_OPT_CALL, .parse = set_plugin,
     .help = "The SPANK plugin's path for plugstack.conf (default: gpuslice_spank.so beside the interposer)" },
+  { .name = "socket", .arg = "PATH", .kind = GS_OPT_STRING, .offset = OFF(socket),
+    .help = "The daemon's socket, asked how each GPU is shared (default as for ps; no daemon: time-sliced)" },
   GS_OPT_HELP_ENTRY,
 };
 // clang-format on
@@ -65,11 +76,13 @@ static const struct gs_opt slurm_entries[] = {
 // clang-format off
 const struct gs_opt_table cli_slurm_table = {
   .verb = "slurm",
-  .synopsis = "slurm gres [--shards N] [--node NAME] [--dev-dir DIR] [--plugin PATH]",
+  .synopsis = "slurm gres [--shards N] [--node NAME] [--dev-dir DIR] [--plugin PATH] [--socket PATH]",
   .summary = "Print the Slurm configuration lines for this node's GPUs",
   .intro = "gres: prints the lines for slurm.conf (GresTypes, the node's Gres=), gres.conf (one gpu\n"
            "line per GPU, and the shards) and plugstack.conf (the SPANK plugin with shards_per_gpu)\n"
-           "for the GPUs NVML sees on this node (the simulated ones under GPUSLICE_SIM).\n",
+           "for the GPUs NVML sees on this node (the simulated ones under GPUSLICE_SIM). How each GPU\n"
+           "is shared, as the daemon says, adds the node's features (gpuslice-mps, gpuslice-mig) and,\n"
+           "for a GPU in MPS mode, Slurm's gres/mps.\n",
   .outro = "Exit status: 0 success, 1 failure (no NVML, no GPU), 2 usage error.\n",
   GS_OPT_ENTRIES(slurm_entries),
   .flags = GS_OPTS_PERMUTE,
@@ -121,7 +134,54 @@ static void default_plugin(char *out, size_t n)
   gs_paths_release(&paths);
 }
 
-static void print_lines(const struct slurm_opts *o, char dev[][16], int n, const char *model)
+/* Each GPU's sharing mode as the daemon says ("timeslice", "mps", "mig:<layout>"); every GPU
+ * time-sliced when no daemon answers (false). */
+static bool read_sharing(const char *socket, char sharing[][SHARING_TEXT], int n)
+{
+  gs_error_t err = NULL;
+  json_t *reply = NULL, *g;
+  size_t i;
+  for (int k = 0; k < n; k++)
+    snprintf(sharing[k], SHARING_TEXT, "timeslice");
+  struct daemon_client *c = daemon_client_new(socket, &err);
+  bool asked = c && daemon_client_get(c, "/v1/gpus", &reply, &err) == 0;
+  daemon_client_free(c);
+  gs_error_release(&err);
+  json_array_foreach(json_object_get(reply, "gpus"), i, g)
+  {
+    json_int_t index = json_integer_value(json_object_get(g, "index"));
+    const char *mode = json_string_value(json_object_get(g, "sharing"));
+    if (index >= 0 && index < n && mode && *mode)
+      snprintf(sharing[index], SHARING_TEXT, "%s", mode);
+  }
+  json_decref(reply);
+  return asked;
+}
+
+static bool is_mps(const char *sharing)
+{
+  return strcmp(sharing, "mps") == 0;
+}
+
+/* " Features=gpuslice-mig,gpuslice-mps,..." for the modes other than time-slicing, or "". */
+static void features(char sharing[][SHARING_TEXT], int n, char *out, size_t len)
+{
+  static const char *const modes[] = { "mig", "mps", "timeslice" };
+  bool other = false, has[3] = { false };
+  for (int i = 0; i < n; i++)
+    for (int m = 0; m < 3; m++) {
+      has[m] |= strncmp(sharing[i], modes[m], strlen(modes[m])) == 0;
+      other |= m < 2 && has[m];
+    }
+  size_t o = 0;
+  out[0] = '\0';
+  for (int m = 0; m < 3 && other; m++)
+    if (has[m])
+      o += (size_t) snprintf(out + o, len - o, "%sgpuslice-%s", o ? "," : " Features=", modes[m]);
+}
+
+static void print_lines(const struct slurm_opts *o, char dev[][16], int n, const char *model,
+                        char sharing[][SHARING_TEXT], bool asked)
 {
   char host[256] = "", plugin[PATH_MAX];
   const char *node = o->node, *dir = o->dev_dir ? o->dev_dir : "/dev";
@@ -134,17 +194,29 @@ static void print_lines(const struct slurm_opts *o, char dev[][16], int n, const
   if (o->shards)
     printf(", %lld shards each", o->shards);
   putchar('\n');
-  printf("# slurm.conf\n");
-  printf("GresTypes=gpu%s\n", o->shards ? ",shard" : "");
-  if (o->shards)
-    printf("NodeName=%s Gres=gpu:%d,shard:%lld\n", node, n, n * o->shards);
-  else
-    printf("NodeName=%s Gres=gpu:%d\n", node, n);
-  printf("# gres.conf\n");
+  int nmps = 0;
+  char feat[128], shard[64] = "", mps[64] = "";
   for (int i = 0; i < n; i++)
+    nmps += is_mps(sharing[i]);
+  features(sharing, n, feat, sizeof(feat));
+  if (o->shards)
+    snprintf(shard, sizeof(shard), ",shard:%lld", n * o->shards);
+  if (nmps)
+    snprintf(mps, sizeof(mps), ",mps:%d", 100 * nmps);
+  printf("# slurm.conf\n");
+  printf("GresTypes=gpu%s%s\n", o->shards ? ",shard" : "", nmps ? ",mps" : "");
+  printf("NodeName=%s Gres=gpu:%d%s%s%s\n", node, n, shard, mps, feat);
+  printf("# gres.conf\n");
+  for (int i = 0; i < n; i++) {
+    printf("# GPU %d: sharing %s%s\n", i, sharing[i], asked ? "" : " (no daemon answered)");
     printf("NodeName=%s Name=gpu File=%s/%s\n", node, strcmp(dir, "/") ? dir : "", dev[i]);
+  }
   if (o->shards)
     printf("NodeName=%s Name=shard Count=%lld\n", node, n * o->shards);
+  for (int i = 0; i < n; i++)
+    if (is_mps(sharing[i]))
+      printf("NodeName=%s Name=mps Count=100 File=%s/%s\n", node, strcmp(dir, "/") ? dir : "",
+             dev[i]);
   if (o->plugin)
     snprintf(plugin, sizeof(plugin), "%s", o->plugin);
   else
@@ -159,13 +231,14 @@ static void print_lines(const struct slurm_opts *o, char dev[][16], int n, const
 int cli_slurm(int argc, char **argv)
 {
   struct slurm_opts o = { 0 };
-  char dev[GS_LEDGER_MAX_GPUS][16], model[GS_SNAP_STR];
+  char dev[GS_LEDGER_MAX_GPUS][16], model[GS_SNAP_STR], sharing[GS_LEDGER_MAX_GPUS][SHARING_TEXT];
   int n = 0, r = parse_args(argc, argv, &o);
   gs_error_t err = NULL;
   if (r >= 0)
     return r;
   if (read_gpus(dev, &n, model, sizeof(model), &err) < 0)
     return cli_fail("slurm", &err);
-  print_lines(&o, dev, n, model);
+  bool asked = read_sharing(o.socket, sharing, n);
+  print_lines(&o, dev, n, model, sharing, asked);
   return CLI_OK;
 }

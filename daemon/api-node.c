@@ -25,7 +25,21 @@ static int tenants_on(const struct daemon *d, int g)
   return n;
 }
 
-static json_t *gpu_json(const struct daemon *d, const struct gs_snap_gpu *g)
+/* The GPU's MIG GPU instances, as the last sample read them. */
+static json_t *mig_json(const struct gs_snap_gpu *g)
+{
+  json_t *a = json_array();
+  for (int k = 0; k < g->nmig && k < GS_SNAP_MIG_MAX; k++)
+    json_array_append_new(a,
+                          json_pack("{s:s, s:i, s:s, s:I, s:I}", "profile", g->mig[k].profile,
+                                    "gpu_instance_id", (int) g->mig[k].gi_id, "uuid",
+                                    g->mig[k].uuid, "memory_total_bytes",
+                                    (json_int_t) g->mig[k].fb_total_bytes, "memory_used_bytes",
+                                    (json_int_t) g->mig[k].fb_used_bytes));
+  return a;
+}
+
+static json_t *gpu_base_json(const struct daemon *d, const struct gs_snap_gpu *g)
 {
   return json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:f, s:i, s:i, s:i, s:i, s:i}",
                    "index", g->index, "uuid", g->uuid, "name", g->model, "pci_bus_id",
@@ -35,6 +49,15 @@ static json_t *gpu_json(const struct daemon *d, const struct gs_snap_gpu *g)
                    g->power_mw / 1000.0, "temperature_c", (int) g->temp_c, "sm_clock_mhz",
                    (int) g->sm_clock_mhz, "mem_clock_mhz", (int) g->mem_clock_mhz, "tenants",
                    tenants_on(d, g->index), "processes", nvml_process_count(d->nvml, g->index));
+}
+
+static json_t *gpu_json(const struct daemon *d, const struct gs_snap_gpu *g)
+{
+  json_t *j = gpu_base_json(d, g);
+  json_object_set_new(j, "sharing", json_string(g->sharing));
+  json_object_set_new(j, "mig_instances", mig_json(g));
+  json_object_set_new(j, "mps", mps_gpu_json(d, g->index));
+  return j;
 }
 
 int api_node_health(struct api_req *rq, struct api_reply *r)

@@ -60,7 +60,7 @@ static json_t *gpus_json(const struct daemon *d, const struct tenant *t)
   return a;
 }
 
-json_t *api_tenant_json(const struct daemon *d, const struct tenant *t)
+static json_t *tenant_base_json(const struct daemon *d, const struct tenant *t)
 {
   return json_pack("{s:s, s:I, s:s, s:I, s:s, s:o, s:o, s:o, s:o, s:I}", "name", t->name, "uid",
                    (json_int_t) t->uid, "user", t->user, "pid", (json_int_t) t->owner_pid, "state",
@@ -68,6 +68,15 @@ json_t *api_tenant_json(const struct daemon *d, const struct tenant *t)
                    api_time_json((double) (t->created_unix_ns / 1000000000ULL)), "labels",
                    tenant_json_labels(t->labels), "limits", limits_json(t->limits), "gpus",
                    gpus_json(d, t), "served_requests", (json_int_t) t->served_requests);
+}
+
+/* T; "mps" only for an MPS client (mps.c). */
+json_t *api_tenant_json(const struct daemon *d, const struct tenant *t)
+{
+  json_t *j = tenant_base_json(d, t), *mps = mps_tenant_json(d, t);
+  if (mps)
+    json_object_set_new(j, "mps", mps);
+  return j;
 }
 
 int api_tenants_list(struct api_req *rq, struct api_reply *r)
@@ -172,6 +181,10 @@ int api_tenants_register(struct api_req *rq, struct api_reply *r)
   registry_sample(&d->reg);
   d->reg_changed = true;
   GS_LOG(GS_LOG_INFO, "tenant '%s' registered by uid %u", t->name, (unsigned) rq->peer.uid);
+  int gpu = -1;
+  if (tenant_json_read_gpu(rq->body, &gpu, &err) < 0) /* read before: cannot fail */
+    gs_error_release(&err);
+  mps_tenant_added(d, t, gpu);
   return api_ok(r, 201, api_tenant_json(d, t));
 }
 

@@ -79,6 +79,19 @@ static const struct gs_opt daemon_entries[] = {
     .def = "Hostname", .choices = hostname_labels, .env = "GPUSLICE_HOSTNAME_LABEL",
     .help = "The spelling of /metrics' host name label: Hostname, as released dcgm-exporter 4.x has it, or "
             "hostname, as its main branch does. NODE_NAME, when set, is its value." },
+  { .name = "sharing", .arg = "SPEC", .kind = GS_OPT_STRING, .offset = OFF(sharing), SETTING,
+    .def = "timeslice", .env = "GPUSLICE_SHARING", .valid = sharing_valid,
+    .want = "[GPU=]MODE items separated by ';', MODE timeslice, mps or mig:LAYOUT",
+    .help = "How each GPU is shared: [GPU=]MODE items separated by ';' (an item without GPU= sets the others), "
+            "MODE timeslice, mps (the daemon runs an MPS control daemon for the GPU) or mig:LAYOUT (the MIG "
+            "layout it should have, e.g. mig:1g.10gb@0 3g.40gb@4; gpuslice mig apply sets it)." },
+  { .name = "mps-control", .arg = "PATH", .kind = GS_OPT_STRING, .offset = OFF(mps_control), SETTING,
+    .def = "nvidia-cuda-mps-control", .env = "GPUSLICE_MPS_CONTROL",
+    .help = "The MPS control program the daemon runs for each GPU in mps mode (found on PATH unless a path)." },
+  { .name = "mps-exclusive", .arg = "on|off", .kind = GS_OPT_ENUM, .offset = OFF(mps_exclusive), SETTING,
+    .def = "on", .choices = verify_modes, .env = "GPUSLICE_MPS_EXCLUSIVE",
+    .help = "Set each GPU in mps mode to exclusive-process while its control daemon runs (off: leave its compute "
+            "mode alone, and processes outside MPS may use it too)." },
   { .name = "admin-group", .arg = "GROUP", .kind = GS_OPT_STRING, .offset = OFF(admin_group), SETTING,
     .def = "gpuslice", .help = "Members of this group see and change every tenant, as root does." },
   { .name = "log-level", .arg = "LEVEL", .kind = GS_OPT_STRING, .offset = OFF(log_level), SETTING, .def = "info",

@@ -87,6 +87,9 @@ static int load_fields(struct daemon *d, gs_error_t *err)
   return 0;
 }
 
+/* What start returns for a setting that does not fit the node's GPUs: a usage error. */
+#define DAEMON_START_USAGE (-2)
+
 static int start(struct daemon *d, gs_error_t *err)
 {
   d->health.started_mono = daemon_now_mono();
@@ -106,6 +109,11 @@ static int start(struct daemon *d, gs_error_t *err)
   registry_init(&d->reg, d->cfg.state_dir, d->cfg.admin_group);
   check_socket_dir(&d->cfg);
   sampler_gpus(d);
+  if (sharing_parse(d->cfg.sharing, &d->sharing, err) < 0 ||
+      sharing_resolve(&d->sharing, &d->snap, err) < 0)
+    return DAEMON_START_USAGE;
+  if (mps_start(d, err) < 0)
+    return -1;
   sampler_adopt(d);
   if (usage_db_close_orphans(d->db, &d->reg, err) < 0)
     return -1;
@@ -127,6 +135,7 @@ static void stop(struct daemon *d)
   registry_release(&d->reg);
   usage_db_close(d->db);
   sampler_release(d);
+  mps_stop(d);
   nvml_close(d->nvml);
   state_dir_unlock(&d->state_lock);
   free(d->fields);
@@ -190,6 +199,7 @@ static void loop(struct daemon *d, int sfd, int tfd)
       state_dir_watch(d);
       p[2].fd = epoll_fd(d->api); /* a new API server when the socket was made again */
       sampler_run(d);
+      mps_check(d);
     }
     if (d->api)
       MHD_run(d->api);
@@ -251,12 +261,12 @@ int gs_daemon_main(int argc, char **argv)
   gs_log_set_sink(log_sink, NULL);
   int notify = d.cfg.foreground ? -1 : detach();
   int sfd = make_signalfd(), tfd = make_timer(d.cfg.interval);
-  if (sfd < 0 || tfd < 0 || start(&d, &err) < 0) {
+  if (sfd < 0 || tfd < 0 || (r = start(&d, &err)) < 0) {
     fprintf(stderr, "gpuslice: daemon: %s\n", err ? err->msg : strerror(errno));
     gs_error_release(&err);
     stop(&d);
     daemon_config_release(&d.cfg);
-    return 1;
+    return r == DAEMON_START_USAGE ? 2 : 1;
   }
   ready(notify);
   loop(&d, sfd, tfd);

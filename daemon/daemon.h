@@ -64,6 +64,9 @@ struct daemon_config {
   int verify;           /* enum verify_mode: check NVML's accounting against the limits */
   int violation_action; /* enum violation_action */
   int hostname_label;   /* enum hostname_label */
+  char *sharing;        /* the sharing setting's text (sharing.c) */
+  char *mps_control;    /* the MPS control program (mps.c) */
+  int mps_exclusive;    /* enum verify_mode's on/off: set exclusive-process (mps.c) */
 };
 
 enum verify_mode { VERIFY_ON, VERIFY_OFF };
@@ -82,6 +85,52 @@ void daemon_config_print_sample(FILE *f);
 /* The settings and the daemon's own options, for `gpuslice __docs` (cli/docs.c). */
 struct gs_opt_table;
 extern const struct gs_opt_table daemon_opt_table;
+
+/* ---- how each GPU is shared (sharing.c) ---- */
+
+enum sharing_kind { SHARING_TIMESLICE, SHARING_MPS, SHARING_MIG };
+
+struct sharing_gpu {
+  enum sharing_kind kind;
+  char layout[GS_SNAP_SHARING_MAX]; /* SHARING_MIG: the layout, profile@start */
+  bool set;
+};
+
+struct daemon_sharing {
+  struct sharing_gpu dflt;                    /* the item without GPU= (timeslice when none) */
+  struct sharing_gpu gpu[GS_LEDGER_MAX_GPUS]; /* the GPUs named */
+};
+
+/* Reads the `sharing` setting's value. 0, or -1 with err naming the bad item. */
+int sharing_parse(const char *text, struct daemon_sharing *out, gs_error_t *err);
+/* The setting's check of its syntax, for the option table. */
+bool sharing_valid(const char *text);
+/* At start, against the GPUs found: each mig: layout against its GPU (one without MIG, a
+ * layout that does not fit: -1 with err); a GPU whose layout differs is logged. */
+int sharing_resolve(struct daemon_sharing *s, const struct gs_snapshot *snap, gs_error_t *err);
+const struct sharing_gpu *sharing_of(const struct daemon_sharing *s, int gpu);
+/* "timeslice", "mps", "mig:<layout>". */
+void sharing_text(const struct sharing_gpu *g, char *buf, size_t len);
+
+/* ---- MPS (mps.c) ---- */
+
+struct daemon;
+struct daemon_mps;
+struct tenant;
+/* For each GPU in mps mode: exclusive-process, and its control daemon. 0, or -1 with err. */
+int mps_start(struct daemon *d, gs_error_t *err);
+/* Each control daemon told to quit, each GPU's compute mode set back. */
+void mps_stop(struct daemon *d);
+/* At most every 2 s: each server's status; a fault reported, the control daemon started
+ * again once the faulted server's clients are gone; a control daemon that died started again. */
+void mps_check(struct daemon *d);
+/* A tenant registered for GPU gpu: when that GPU is in mps mode, its user's server made sure
+ * of and set, before the tenant's command starts. */
+void mps_tenant_added(struct daemon *d, const struct tenant *t, int gpu);
+/* The tenant's MPS client settings ("mps" of its JSON), or NULL when it is no MPS client. */
+json_t *mps_tenant_json(const struct daemon *d, const struct tenant *t);
+/* GPU gpu's MPS state for GET /v1/gpus, or JSON null. */
+json_t *mps_gpu_json(const struct daemon *d, int gpu);
 
 /* ---- GPUs (gpu-nvml.c) ---- */
 
@@ -360,6 +409,8 @@ struct daemon {
   struct usage_db *db;
   struct gs_snapshot snap;          /* the last sample */
   struct gs_metrics_fields *fields; /* the GPU fields /metrics serves (the counters setting) */
+  struct daemon_sharing sharing;    /* how each GPU is shared (sharing.c) */
+  struct daemon_mps *mps;           /* the MPS control daemons (mps.c); NULL before start */
   uint64_t gpu_totals[GS_LEDGER_MAX_GPUS];
   struct daemon_health health;
   struct MHD_Daemon *api;

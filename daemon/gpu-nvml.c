@@ -28,6 +28,7 @@ struct nvml {
   nvmlDevice_t dev[GS_LEDGER_MAX_GPUS];
   unsigned long long util_seen[GS_LEDGER_MAX_GPUS]; /* the last process-utilization sample's time */
   struct nvml_extra extra;                          /* events and GPM state (gpu-nvml-fields.c) */
+  struct nvml_mig mig;                              /* MIG instances (gpu-nvml-mig.c) */
   char cc[GS_LEDGER_MAX_GPUS][16];                  /* compute capability, "9.0", or "" */
 };
 
@@ -156,6 +157,7 @@ int nvml_open(struct nvml **out, gs_error_t *err)
     return -1;
   }
   nvml_extra_open(&n->extra, &n->fn, n->dev, n->count);
+  nvml_mig_open(&n->mig, n->lib);
   *out = n;
   return 0;
 }
@@ -169,6 +171,16 @@ void nvml_close(struct nvml *n)
     n->fn.shutdown();
   dlclose(n->lib);
   free(n);
+}
+
+void *nvml_library(struct nvml *n)
+{
+  return n->lib;
+}
+
+nvmlDevice_t nvml_device(struct nvml *n, int index)
+{
+  return n->dev[index];
 }
 
 int nvml_gpu_count(const struct nvml *n)
@@ -227,6 +239,7 @@ int nvml_sample(struct nvml *n, int index, struct gs_snap_gpu *g, gs_error_t *er
   g->fb_free_bytes = mem.free;
   sample_sensors(n, dev, g);
   nvml_extra_sample(&n->extra, &n->fn, n->dev, n->count, index, g);
+  nvml_mig_sample(&n->mig, dev, g);
   return 0;
 }
 

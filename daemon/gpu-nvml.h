@@ -87,4 +87,24 @@ void nvml_extra_close(struct nvml_extra *x, const struct nvml_fns *fn, unsigned 
 void nvml_extra_sample(struct nvml_extra *x, const struct nvml_fns *fn, nvmlDevice_t *dev,
                        unsigned count, int index, struct gs_snap_gpu *g);
 
+/* The loaded library and a GPU's handle, for the daemon's other NVML users (mps.c). */
+void *nvml_library(struct nvml *n);
+nvmlDevice_t nvml_device(struct nvml *n, int index);
+
+/* MIG (gpu-nvml-mig.c): the calls that read a GPU's MIG instances, all optional. */
+struct nvml_mig {
+  nvmlReturn_t (*mode)(nvmlDevice_t, unsigned int *, unsigned int *);
+  nvmlReturn_t (*max)(nvmlDevice_t, unsigned int *);
+  nvmlReturn_t (*handle)(nvmlDevice_t, unsigned int, nvmlDevice_t *);
+  nvmlReturn_t (*gi_id)(nvmlDevice_t, unsigned int *);
+  nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
+  nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
+};
+
+/* Resolves the MIG calls from the loaded library; a driver without them has no MIG readings. */
+void nvml_mig_open(struct nvml_mig *m, void *lib);
+/* Fills g->mig with the GPU's MIG GPU instances (profile, id, memory) when it is in MIG mode. */
+void nvml_mig_sample(const struct nvml_mig *m, nvmlDevice_t dev, struct gs_snap_gpu *g);
+
 #endif

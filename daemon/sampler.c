@@ -113,6 +113,7 @@ int sampler_gpus(struct daemon *d)
       continue;
     }
     d->gpu_totals[g] = s->gpus[g].fb_total_bytes;
+    sharing_text(sharing_of(&d->sharing, g), s->gpus[g].sharing, sizeof(s->gpus[g].sharing));
   }
   return errors;
 }

@@ -345,6 +345,82 @@ static bool gpu_has(const struct gs_snap_gpu *g, const struct gs__dcgm_field *f)
   return (g->have & f->have) == f->have;
 }
 
+/* --- MIG instances --------------------------------------------------------------------- */
+
+/* The framebuffer fields are also served per MIG GPU instance: NVML gives a MIG device's own
+ * memory; its other readings are the GPU's, served once on the GPU's row. */
+static bool per_instance(enum gs__gpu_field f)
+{
+  return f == GF_FB_FREE || f == GF_FB_USED;
+}
+
+/* An instance row's labels, in dcgm-exporter's order: the GPU's, GPU_I_PROFILE and GPU_I_ID
+ * after modelName, then the host and the driver version. */
+static void mig_labels(struct mbuf *b, const struct gs_snapshot *s, const struct gs_snap_gpu *g,
+                       const struct gs_snap_mig *m, const struct gs_metrics_fields *fields)
+{
+  char idx[16], id[16];
+  snprintf(idx, sizeof(idx), "%d", g->index);
+  snprintf(id, sizeof(id), "%u", m->gi_id);
+  mbuf_label(b, true, "gpu", idx, sizeof(idx));
+  mbuf_label(b, false, "UUID", g->uuid, sizeof(g->uuid));
+  mbuf_label(b, false, "pci_bus_id", g->pci_bus_id, sizeof(g->pci_bus_id));
+  mbuf_label(b, false, "device", g->device, sizeof(g->device));
+  mbuf_label(b, false, "modelName", g->model, sizeof(g->model));
+  mbuf_label(b, false, "GPU_I_PROFILE", m->profile, sizeof(m->profile));
+  mbuf_label(b, false, "GPU_I_ID", id, sizeof(id));
+  if (s->hostname[0])
+    mbuf_label(b, false, hostname_label(fields), s->hostname, sizeof(s->hostname));
+  if (fields->driver_label)
+    mbuf_label(b, false, "DCGM_FI_DRIVER_VERSION", s->driver_version, sizeof(s->driver_version));
+}
+
+static void render_mig_rows(struct mbuf *b, const struct gs_snapshot *s,
+                            const struct gs_metrics_fields *fields, const struct gs__dcgm_field *f)
+{
+  for (int i = 0; i < s->ngpus; i++) {
+    const struct gs_snap_gpu *g = &s->gpus[i];
+    for (int k = 0; k < g->nmig && k < GS_SNAP_MIG_MAX; k++) {
+      const struct gs_snap_mig *m = &g->mig[k];
+      mbuf_puts(b, f->name);
+      mbuf_put(b, "{", 1);
+      mig_labels(b, s, g, m, fields);
+      mbuf_put(b, "} ", 2);
+      mbuf_u64(b, (f->field == GF_FB_USED ? m->fb_used_bytes : m->fb_free_bytes) >> 20);
+      mbuf_put(b, "\n", 1);
+    }
+  }
+}
+
+/* gpuslice_gpu_sharing_info: 1, with the GPU's sharing mode as a label; it joins the GPU
+ * series on (Hostname, gpu) or UUID, and carries no camelCase label for promtool to remark on. */
+static void render_sharing(struct mbuf *b, const struct gs_snapshot *s,
+                           const struct gs_metrics_fields *fields)
+{
+  bool any = false;
+  for (int i = 0; i < s->ngpus; i++)
+    any |= s->gpus[i].sharing[0] != '\0';
+  if (!any)
+    return;
+  series_header(b, "gpuslice_gpu_sharing_info", "gauge",
+                "How the GPU is shared (the daemon's sharing setting): timeslice, mps or "
+                "mig:<layout>; always 1.");
+  for (int i = 0; i < s->ngpus; i++) {
+    const struct gs_snap_gpu *g = &s->gpus[i];
+    char idx[16];
+    if (!g->sharing[0])
+      continue;
+    snprintf(idx, sizeof(idx), "%d", g->index);
+    mbuf_puts(b, "gpuslice_gpu_sharing_info{");
+    mbuf_label(b, true, "gpu", idx, sizeof(idx));
+    mbuf_label(b, false, "UUID", g->uuid, sizeof(g->uuid));
+    if (s->hostname[0])
+      mbuf_label(b, false, hostname_label(fields), s->hostname, sizeof(s->hostname));
+    mbuf_label(b, false, "sharing", g->sharing, sizeof(g->sharing));
+    mbuf_puts(b, "} 1\n");
+  }
+}
+
 static void render_gpus(struct mbuf *b, const struct gs_snapshot *s,
                         const struct gs_metrics_fields *fields, const struct mbuf *sc,
                         const struct labelset *ls)
@@ -371,7 +447,10 @@ static void render_gpus(struct mbuf *b, const struct gs_snapshot *s,
       gpu_value(b, &s->gpus[i], f->field);
       mbuf_put(b, "\n", 1);
     }
+    if (per_instance(f->field))
+      render_mig_rows(b, s, fields, f);
   }
+  render_sharing(b, s, fields);
 }
 
 enum tenant_field {

@@ -175,6 +175,28 @@ int gs_mig_plan(const struct gs_mig_table *t, const char *model, const uint64_t 
   return r;
 }
 
+int gs_mig_place_around(const struct gs_mig_instance *fixed, int nfixed,
+                        const struct gs_mig_profile *const *p, int n, int *starts)
+{
+  struct mig_gpu all = { 0 }, g = { 0 };
+  uint8_t used = 0;
+  if (nfixed < 0 || n < 0 || nfixed + n > GS_MIG_COMPUTE_SLICES)
+    return -1;
+  for (int i = 0; i < nfixed; i++) {
+    uint8_t iv = interval(fixed[i].start, fixed[i].p->mem_slices);
+    if (used & iv)
+      return -1;
+    used |= iv;
+    all.p[all.n++] = fixed[i].p;
+  }
+  for (int i = 0; i < n; i++)
+    all.p[all.n++] = g.p[g.n++] = p[i];
+  if (!counts_fit(&all) || !place_from(&g, 0, used))
+    return -1;
+  memcpy(starts, g.start, (size_t) n * sizeof(*starts));
+  return 0;
+}
+
 static int check_instance(const struct gs_mig_instance *in, gs_error_t *err)
 {
   const struct gs_mig_profile *p = in->p;

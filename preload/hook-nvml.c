@@ -1,6 +1,7 @@
 /* NVML hooks: nvidia-smi and monitoring libraries inside a tenant see the slice, as
  * cuMemGetInfo does. NVML names devices by handle and CUDA by ordinal; the two meet at the
- * UUID, which this file matches once per device and remembers. */
+ * UUID, which this file matches once per device and remembers. A MIG device is "MIG-<hex>"
+ * to NVML and the same 16 bytes to CUDA, so the match is on what follows the prefix. */
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,13 @@ void gs__uuid_text(const CUuuid *u, char *buf, size_t len)
            b[14], b[15]);
 }
 
+/* "GPU-<hex>" (as gs__uuid_text writes CUDA's bytes) against NVML's "GPU-<hex>" or "MIG-<hex>". */
+static bool same_uuid(const char *cuda_text, const char *nvml)
+{
+  bool prefixed = strncmp(nvml, "GPU-", 4) == 0 || strncmp(nvml, "MIG-", 4) == 0;
+  return prefixed && strcmp(cuda_text + 4, nvml + 4) == 0;
+}
+
 /* The CUDA ordinal whose UUID is uuid, or -1. Initializes the driver: a process that only
  * uses NVML (nvidia-smi) has not done so. */
 static int ordinal_of(const char *uuid)
@@ -40,7 +48,7 @@ static int ordinal_of(const char *uuid)
         gs__cuda.cuDeviceGetUuid(&u, d) != CUDA_SUCCESS)
       continue;
     gs__uuid_text(&u, text, sizeof(text));
-    if (strcmp(text, uuid) == 0)
+    if (same_uuid(text, uuid))
       return i;
   }
   return -1;

@@ -53,7 +53,7 @@ CUresult gsc_ctx_activate(struct CUctx_st *c)
   c->active = true;
   struct gpusim_proc *self = gpusim_self();
   if (self)
-    atomic_fetch_add(&self->contexts[c->dev], 1);
+    atomic_fetch_add(&self->contexts[gsc_phys(c->dev)], 1);
   return CUDA_SUCCESS;
 }
 
@@ -76,7 +76,7 @@ void gsc_ctx_teardown(struct CUctx_st *c)
   c->legacy = NULL;
   struct gpusim_proc *self = gsc.forking ? NULL : gpusim_self();
   if (self)
-    atomic_fetch_sub(&self->contexts[c->dev], 1);
+    atomic_fetch_sub(&self->contexts[gsc_phys(c->dev)], 1);
 }
 
 void gsc_ctx_reset_thread(void)

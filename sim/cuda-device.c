@@ -2,7 +2,7 @@
  * from the model catalogue (sim-models.c) or, for the few it does not carry, from the
  * architecture table below (public datasheet values by compute capability).
  *
- * PCI identity: domain 0, bus 0x10 + device index, device 0, function 0. NVML (nvml-*.c)
+ * PCI identity: domain 0, bus 0x10 + the GPU's index, device 0, function 0 (a MIG device has its GPU's). NVML (nvml-*.c)
  * reports the same bus ids, so tools can match a CUDA device to an NVML one. */
 #include "cuda-internal.h"
 
@@ -24,7 +24,7 @@ CUresult gsc_dev_check(CUdevice dev)
 
 static const struct gpusim_model *model_of(CUdevice dev)
 {
-  return &gpusim_models[gsc.sh->dev[dev].model];
+  return gsc_model(dev);
 }
 
 GSC_API CUresult cuDeviceGetCount(int *count)
@@ -51,19 +51,20 @@ GSC_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
   GSC_TRY(gsc_dev_check(dev));
   if (!name || len <= 0)
     return CUDA_ERROR_INVALID_VALUE;
-  snprintf(name, (size_t) len, "%s", model_of(dev)->name);
+  gsc_dev_name(dev, name, (size_t) len);
   return CUDA_SUCCESS;
 }
 
-/* The UUID's 16 bytes are the hex digits of gpusim_uuid()'s text, which NVML prints as is. */
+/* The UUID's 16 bytes are the hex digits of gpusim_uuid()'s text, which NVML prints as is; a
+ * MIG device's are those of its "MIG-..." UUID. */
 GSC_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
   GSC_TRY(gsc_dev_check(dev));
   if (!uuid)
     return CUDA_ERROR_INVALID_VALUE;
   char text[64], hex[3] = { 0 };
-  gpusim_uuid(gsc.sh->dev[dev].model, dev, text, sizeof(text));
-  const char *p = text + 4; /* past "GPU-" */
+  gsc_dev_uuid(dev, text, sizeof(text));
+  const char *p = text + 4; /* past "GPU-" or "MIG-" */
   for (int i = 0; i < 16; i++) {
     if (*p == '-')
       p++;
@@ -85,7 +86,7 @@ GSC_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
   GSC_TRY(gsc_dev_check(dev));
   if (!bytes)
     return CUDA_ERROR_INVALID_VALUE;
-  *bytes = gsc.sh->dev[dev].total_bytes;
+  *bytes = gsc_dev_total(dev);
   return CUDA_SUCCESS;
 }
 
@@ -227,7 +228,7 @@ static int attribute(CUdevice dev, CUdevice_attribute a)
   int bus_bits, l2;
   board_of(m, &bus_bits, &l2);
   switch (a) {
-  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return m->sm_count;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return gsc_dev_sms(dev);
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return m->cc_major;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return m->cc_minor;
   case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return (int) m->sm_clock_max_mhz * 1000;
@@ -240,7 +241,7 @@ static int attribute(CUdevice dev, CUdevice_attribute a)
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return ar->smem_per_sm;
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return ar->smem_optin;
   case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: return 1024;
-  case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return GSC_PCI_BUS_BASE + dev;
+  case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return GSC_PCI_BUS_BASE + gsc_phys(dev);
   case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
   case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
   case CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED: return m->cc_major >= 8;
@@ -272,7 +273,7 @@ GSC_API CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
   GSC_TRY(gsc_dev_check(dev));
   if (!pciBusId || len <= 0)
     return CUDA_ERROR_INVALID_VALUE;
-  snprintf(pciBusId, (size_t) len, "%04X:%02X:00.0", 0, GSC_PCI_BUS_BASE + dev);
+  snprintf(pciBusId, (size_t) len, "%04X:%02X:00.0", 0, GSC_PCI_BUS_BASE + gsc_phys(dev));
   return CUDA_SUCCESS;
 }
 
@@ -292,7 +293,8 @@ GSC_API CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
       return CUDA_ERROR_INVALID_VALUE;
   }
   for (int d = 0; d < gsc.ndev; d++)
-    if (domain == 0 && bus == (unsigned) (GSC_PCI_BUS_BASE + d) && device == 0 && function == 0) {
+    if (domain == 0 && bus == (unsigned) (GSC_PCI_BUS_BASE + gsc_phys(d)) && device == 0 &&
+        function == 0) {
       *dev = d;
       return CUDA_SUCCESS;
     }

@@ -183,7 +183,7 @@ static CUresult init_locked(void)
   if (!gpusim_self())
     return CUDA_ERROR_OPERATING_SYSTEM;
   gsc.sh = sh;
-  gsc.ndev = (int) sh->ndev;
+  GSC_TRY(gsc_visible_init());
   gsc.default_kernel_ns = default_kernel_ns();
   for (int d = 0; d < gsc.ndev; d++)
     GSC_TRY(gsc_pool_create_default(d));

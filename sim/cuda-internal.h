@@ -83,13 +83,23 @@ void gsc_obj_free_owned(enum gsc_kind kind, size_t ctx_off, const struct CUctx_s
   for (struct gsc_obj *var = gsc_registry[kind].next, *var##_next = var->next; \
        var != &gsc_registry[kind]; var = var##_next, var##_next = var->next)
 
+/* ---- the devices this process sees (cuda-visible.c) ---- */
+
+/* A device ordinal's GPU (its index in the shared state) and, for a MIG device, its GPU and
+ * compute instance slots; -1 for a whole GPU. */
+struct gsc_visible {
+  int phys;
+  int gi, ci;
+};
+
 /* ---- the process-wide driver state ---- */
 
 struct gsc_driver {
   atomic_bool initialized;
   bool forking; /* true while a forked child discards the parent's objects */
   struct gpusim_shared *sh;
-  int ndev;
+  int ndev; /* devices this process sees: CUDA_VISIBLE_DEVICES, MIG */
+  struct gsc_visible vis[GPUSIM_MAX_DEVICES];
   uint64_t default_kernel_ns;
   uint64_t next_id;
   struct CUctx_st *primary[GPUSIM_MAX_DEVICES];
@@ -159,6 +169,22 @@ CUresult gsc_ctx_activate(struct CUctx_st *c);
 /* Frees everything the context owns and drops it from the device slot. */
 void gsc_ctx_teardown(struct CUctx_st *c);
 void gsc_ctx_reset_thread(void);
+
+/* ---- devices (cuda-visible.c) ---- */
+
+/* Enumerates the devices this process sees into gsc.ndev and gsc.vis, and binds it to the
+ * MIG device it sees. */
+CUresult gsc_visible_init(void);
+/* The GPU behind device ordinal dev: what the shared state's per-device figures are indexed by. */
+int gsc_phys(CUdevice dev);
+const struct gpusim_model *gsc_model(CUdevice dev);
+/* The device's memory: a MIG device's is its GPU instance's. */
+uint64_t gsc_dev_total(CUdevice dev);
+uint64_t gsc_dev_used(CUdevice dev);
+void gsc_dev_name(CUdevice dev, char *buf, size_t len);
+/* "GPU-..." or, for a MIG device, "MIG-...". */
+void gsc_dev_uuid(CUdevice dev, char *buf, size_t len);
+int gsc_dev_sms(CUdevice dev);
 
 /* ---- streams (cuda-stream.c) ---- */
 

@@ -89,7 +89,7 @@ CUresult gsc_launch(struct CUstream_st *s, uint64_t dur_ns, const char *name)
     gsc_lock();
   }
   uint64_t start, not_before = gsc_max(gpusim_now_ns(), gsc_stream_ready_ns(s));
-  uint64_t end = gpusim_exec_schedule(s->ctx->dev, not_before, dur_ns, &start);
+  uint64_t end = gpusim_exec_schedule(gsc_phys(s->ctx->dev), not_before, dur_ns, &start);
   s->tail_ns = end;
   ring_push(s, end);
   gsc_unlock();

@@ -20,13 +20,13 @@ CUresult gsc_charge(int dev, uint64_t bytes)
 {
   if (bytes == 0)
     return CUDA_SUCCESS;
-  return gpusim_mem_reserve(dev, bytes) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  return gpusim_mem_reserve(gsc_phys(dev), bytes) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 void gsc_uncharge(int dev, uint64_t bytes)
 {
   if (bytes && !gsc.forking)
-    gpusim_mem_release(dev, bytes);
+    gpusim_mem_release(gsc_phys(dev), bytes);
 }
 
 void *gsc_map(size_t len)
@@ -198,7 +198,8 @@ GSC_API CUresult cuMemFree_v2(CUdeviceptr dptr)
   return CUDA_SUCCESS;
 }
 
-/* Free memory is what every process together leaves on the device. A process that died
+/* Free memory is what every process together leaves on the device (on a MIG device, in its
+ * GPU instance). A process that died
  * without freeing has already given its memory back on a real GPU, so look for those first. */
 GSC_API CUresult cuMemGetInfo_v2(size_t *free_, size_t *total)
 {
@@ -207,10 +208,9 @@ GSC_API CUresult cuMemGetInfo_v2(size_t *free_, size_t *total)
   if (!free_ || !total)
     return CUDA_ERROR_INVALID_VALUE;
   gpusim_reap_dead();
-  const struct gpusim_dev *d = &gsc.sh->dev[c->dev];
-  uint64_t used = atomic_load(&d->used_bytes);
-  *total = d->total_bytes;
-  *free_ = used < d->total_bytes ? d->total_bytes - used : 0;
+  uint64_t used = gsc_dev_used(c->dev), cap = gsc_dev_total(c->dev);
+  *total = cap;
+  *free_ = used < cap ? cap - used : 0;
   return CUDA_SUCCESS;
 }
 

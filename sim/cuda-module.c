@@ -271,7 +271,7 @@ GSC_API CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunc
   if (!pi || (unsigned) attrib >= CU_FUNC_ATTRIBUTE_MAX)
     return CUDA_ERROR_INVALID_VALUE;
   GSC_TRY(gsc_func_get(hfunc, &f));
-  const struct gpusim_model *m = &gpusim_models[gsc.sh->dev[f->ctx->dev].model];
+  const struct gpusim_model *m = gsc_model(f->ctx->dev);
   switch (attrib) {
   case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
   case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;

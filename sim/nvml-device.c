@@ -1,7 +1,9 @@
 /* Simulated NVML: device handles, identity (name, UUID, serial, brand, PCI, compute
- * capability, MIG mode) and memory information. Everything but memory is a fixed property
+ * capability) and memory information, for GPUs and, where NVML allows it, MIG devices (name,
+ * UUID, memory; the rest of MIG is nvml-mig.c's). Everything but memory is a fixed property
  * of the model and the device index, so it reads the same from every process. */
 #include "nvml-internal.h"
+#include "sim-mig.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +40,22 @@ static void device_uuid(const struct gpusim_dev *dev, char *buf, size_t len)
   gpusim_uuid(dev->model, dev->index, buf, len);
 }
 
+/* Whether a MIG device of GPU d has this UUID; its handle in *device. */
+static bool mig_device_by_uuid(int d, const char *uuid, nvmlDevice_t *device)
+{
+  struct gpusim_mig_dev devs[GPUSIM_MIG_GI * GPUSIM_MIG_CI];
+  char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+  int n = gpusim_mig_devices(d, devs);
+  for (int k = 0; k < n; k++) {
+    gpusim_mig_uuid(d, devs[k].gi, devs[k].ci, buf, sizeof(buf));
+    if (strcasecmp(buf, uuid) == 0) {
+      *device = gpusim_nvml_mig_handle(d, devs[k].gi, devs[k].ci);
+      return true;
+    }
+  }
+  return false;
+}
+
 GPUSIM_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 {
   GSN_TRY(gpusim_nvml_ready());
@@ -51,6 +69,8 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t
       *device = gpusim_nvml_handle(i);
       return NVML_SUCCESS;
     }
+    if (mig_device_by_uuid((int) i, uuid, device))
+      return NVML_SUCCESS;
   }
   return NVML_ERROR_NOT_FOUND;
 }
@@ -94,20 +114,37 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned i
   return nvmlDeviceGetIndex(device, minorNumber);
 }
 
+/* A GPU's handle or a MIG device's, and a non-NULL out pointer. */
+static nvmlReturn_t any_device_arg(nvmlDevice_t device, const void *out, struct gpusim_dev **dev,
+                                   int *gi, int *ci)
+{
+  GSN_TRY(gpusim_nvml_any_device(device, dev, gi, ci));
+  return out ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
+}
+
+/* A MIG device is named "<GPU name> MIG <profile>", as NVML and CUDA both name it. */
 GPUSIM_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
   struct gpusim_dev *dev;
-  const struct gpusim_model *model;
-  GSN_TRY(gpusim_nvml_device_arg(device, name, &dev, &model));
-  return gpusim_nvml_copy_str(name, length, model->name);
+  int gi, ci;
+  char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+  GSN_TRY(any_device_arg(device, name, &dev, &gi, &ci));
+  if (gi < 0)
+    return gpusim_nvml_copy_str(name, length, gpusim_models[dev->model].name);
+  gpusim_mig_name(dev->index, gi, ci, buf, sizeof(buf));
+  return gpusim_nvml_copy_str(name, length, buf);
 }
 
 GPUSIM_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
   struct gpusim_dev *dev;
-  GSN_TRY(gpusim_nvml_device_arg(device, uuid, &dev, NULL));
+  int gi, ci;
+  GSN_TRY(any_device_arg(device, uuid, &dev, &gi, &ci));
   char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-  device_uuid(dev, buf, sizeof(buf));
+  if (gi < 0)
+    device_uuid(dev, buf, sizeof(buf));
+  else
+    gpusim_mig_uuid(dev->index, gi, ci, buf, sizeof(buf));
   return gpusim_nvml_copy_str(uuid, length, buf);
 }
 
@@ -202,23 +239,6 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, 
   return NVML_SUCCESS;
 }
 
-/* MIG exists on the GA100 and GH100 parts (compute capability 8.0 and 9.0), not on T4 or L4.
- * The simulator never partitions a device, so where MIG exists it is off. */
-GPUSIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
-                                             unsigned int *pendingMode)
-{
-  struct gpusim_dev *dev;
-  const struct gpusim_model *model;
-  GSN_TRY(gpusim_nvml_device(device, &dev, &model));
-  if (!currentMode || !pendingMode)
-    return NVML_ERROR_INVALID_ARGUMENT;
-  if (model->cc_minor != 0 || (model->cc_major != 8 && model->cc_major != 9))
-    return NVML_ERROR_NOT_SUPPORTED;
-  *currentMode = NVML_DEVICE_MIG_DISABLE;
-  *pendingMode = NVML_DEVICE_MIG_DISABLE;
-  return NVML_SUCCESS;
-}
-
 /* Used memory is what live processes hold; processes that died holding memory are reaped
  * first (at most GSN_REAP_PERIOD_NS late), so a killed process's memory is soon gone, as with
  * the real driver. */
@@ -229,6 +249,19 @@ static void memory_read(struct gpusim_dev *dev, unsigned long long *total, unsig
   *used = atomic_load(&dev->used_bytes);
   if (*used > *total)
     *used = *total;
+}
+
+/* A MIG device's memory is its GPU instance's, which its compute instances share; the
+ * driver's reserve is the GPU's, outside every instance. */
+static void mig_memory_read(struct gpusim_dev *dev, int gi, unsigned long long *total,
+                            unsigned long long *used)
+{
+  const struct gpusim_mig_gi *g = &gpusim_state(NULL)->mig[dev->index].gi[gi];
+  gpusim_reap_dead_every(GSN_REAP_PERIOD_NS);
+  gpusim_mem_lock(dev->index);
+  *total = g->total_bytes;
+  *used = g->used_bytes < g->total_bytes ? g->used_bytes : g->total_bytes;
+  gpusim_mem_unlock(dev->index);
 }
 
 /* The memory the driver keeps for itself: on real parts a few hundred MiB that no process
@@ -245,7 +278,13 @@ static unsigned long long memory_reserved(unsigned long long total, unsigned lon
 GPUSIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
   struct gpusim_dev *dev;
-  GSN_TRY(gpusim_nvml_device_arg(device, memory, &dev, NULL));
+  int gi, ci;
+  GSN_TRY(any_device_arg(device, memory, &dev, &gi, &ci));
+  if (gi >= 0) {
+    mig_memory_read(dev, gi, &memory->total, &memory->used);
+    memory->free = memory->total - memory->used;
+    return NVML_SUCCESS;
+  }
   memory_read(dev, &memory->total, &memory->used);
   memory->used += memory_reserved(memory->total, memory->used); /* v1's used includes it */
   memory->free = memory->total - memory->used;
@@ -255,9 +294,16 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_
 GPUSIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
   struct gpusim_dev *dev;
-  GSN_TRY(gpusim_nvml_device_arg(device, memory, &dev, NULL));
+  int gi, ci;
+  GSN_TRY(any_device_arg(device, memory, &dev, &gi, &ci));
   if (memory->version != nvmlMemory_v2)
     return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (gi >= 0) {
+    mig_memory_read(dev, gi, &memory->total, &memory->used);
+    memory->reserved = 0;
+    memory->free = memory->total - memory->used;
+    return NVML_SUCCESS;
+  }
   memory_read(dev, &memory->total, &memory->used);
   memory->reserved = memory_reserved(memory->total, memory->used);
   memory->free = memory->total - memory->used - memory->reserved;

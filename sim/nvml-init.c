@@ -96,7 +96,7 @@ static nvmlReturn_t attach(unsigned int flags)
   if (s) {
     g_ndev = s->ndev;
     for (unsigned int i = 0; i < g_ndev; i++)
-      g_handles[i].index = i;
+      g_handles[i] = (struct nvmlDevice_st){ .index = i, .gi = -1, .ci = -1 };
     return NVML_SUCCESS;
   }
   if (missing && (flags & NVML_INIT_FLAG_NO_GPUS)) {

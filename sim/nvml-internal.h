@@ -5,6 +5,7 @@
 #define GPUSIM_NVML_INTERNAL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "gs-nvml.h"
 #include "sim-state.h"
@@ -15,9 +16,12 @@
 #define NVML_SIM_DRIVER_VERSION "580.65.06"
 #define NVML_SIM_CUDA_VERSION 13000
 
-/* A device handle points at one of these; the index is the device's place in GPUSLICE_SIM. */
+/* A device handle points at one of these; the index is the GPU's place in GPUSLICE_SIM. A MIG
+ * device's handle (nvml-mig.c) names its compute instance too. */
 struct nvmlDevice_st {
   unsigned int index;
+  int gi, ci;   /* a MIG device's instance slots; -1 for a GPU */
+  uint32_t gen; /* the GPU instance it was handed out for */
 };
 
 /* NVML_SUCCESS once nvmlInit has succeeded more times than nvmlShutdown; else UNINITIALIZED. */
@@ -40,6 +44,12 @@ nvmlReturn_t gpusim_nvml_device(nvmlDevice_t device, struct gpusim_dev **dev,
  * after the device's, in that order, as NVML does. */
 nvmlReturn_t gpusim_nvml_device_arg(nvmlDevice_t device, const void *out, struct gpusim_dev **dev,
                                     const struct gpusim_model **model);
+
+/* Resolves a GPU's handle or a MIG device's: *gi and *ci are -1 for a GPU. A MIG device whose
+ * instance is gone is NVML_ERROR_INVALID_ARGUMENT (nvml-mig.c). */
+nvmlReturn_t gpusim_nvml_any_device(nvmlDevice_t device, struct gpusim_dev **dev, int *gi, int *ci);
+/* The handle of MIG device (gi, ci) of GPU d. */
+nvmlDevice_t gpusim_nvml_mig_handle(int d, int gi, int ci);
 
 /* Copies s into buf of length len, or NVML_ERROR_INSUFFICIENT_SIZE when it does not fit. */
 nvmlReturn_t gpusim_nvml_copy_str(char *buf, unsigned int len, const char *s);

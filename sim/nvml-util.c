@@ -42,12 +42,25 @@ GPUSIM_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
 struct proc_entry {
   unsigned int pid;
   unsigned long long used;
+  unsigned int gi_id, ci_id; /* 0xFFFFFFFF outside MIG */
 };
 
+/* The ids of the MIG device a process is bound to, or 0xFFFFFFFF for the whole GPU. */
+static void mig_ids(const struct gpusim_shared *s, int d, uint8_t b, struct proc_entry *e)
+{
+  e->gi_id = e->ci_id = 0xFFFFFFFFu;
+  if (!b)
+    return;
+  const struct gpusim_mig_gi *g = &s->mig[d].gi[GPUSIM_MIG_BIND_GI(b)];
+  e->gi_id = g->id;
+  e->ci_id = g->ci[GPUSIM_MIG_BIND_CI(b)].id;
+}
+
 /* Lists the live processes with a context or memory on device d into out (room for
- * GPUSIM_MAX_PROCS). Dead ones are reaped first (at most GSN_REAP_PERIOD_NS late) so they
- * neither show nor hold memory. */
-static unsigned int procs_collect(int d, struct proc_entry *out)
+ * GPUSIM_MAX_PROCS); with only (a MIG device's binding, else 0) those of that MIG device.
+ * Dead ones are reaped first (at most GSN_REAP_PERIOD_NS late) so they neither show nor hold
+ * memory. */
+static unsigned int procs_collect(int d, uint8_t only, struct proc_entry *out)
 {
   struct gpusim_shared *s = gpusim_state(NULL);
   unsigned int n = 0;
@@ -59,8 +72,12 @@ static unsigned int procs_collect(int d, struct proc_entry *out)
     uint64_t used = __atomic_load_n(&p->used[d], __ATOMIC_RELAXED);
     if (atomic_load(&p->contexts[d]) == 0 && used == 0)
       continue;
+    uint8_t b = s->proc_mig[i][d];
+    if (only && b != only)
+      continue;
     out[n].pid = (unsigned) p->pid;
     out[n].used = used;
+    mig_ids(s, d, b, &out[n]);
     n++;
   }
   return n;
@@ -74,14 +91,15 @@ static int procs_begin(nvmlDevice_t device, unsigned int *infoCount, const void 
                        struct proc_entry *list, nvmlReturn_t *r)
 {
   struct gpusim_dev *dev;
-  *r = gpusim_nvml_device(device, &dev, NULL);
+  int gi, ci;
+  *r = gpusim_nvml_any_device(device, &dev, &gi, &ci);
   if (*r != NVML_SUCCESS)
     return -1;
   if (!infoCount || (!infos && *infoCount > 0)) {
     *r = NVML_ERROR_INVALID_ARGUMENT;
     return -1;
   }
-  unsigned int n = procs_collect(dev->index, list);
+  unsigned int n = procs_collect(dev->index, gi < 0 ? 0 : GPUSIM_MIG_BIND(gi, ci), list);
   unsigned int room = *infoCount;
   *infoCount = n;
   if (room < n) {
@@ -124,8 +142,8 @@ static nvmlReturn_t compute_procs_v2(nvmlDevice_t device, unsigned int *infoCoun
   for (int i = 0; i < n; i++)
     infos[i] = (nvmlProcessInfo_v2_t){ .pid = list[i].pid,
                                        .usedGpuMemory = list[i].used,
-                                       .gpuInstanceId = 0xFFFFFFFFu,
-                                       .computeInstanceId = 0xFFFFFFFFu }; /* no MIG */
+                                       .gpuInstanceId = list[i].gi_id,
+                                       .computeInstanceId = list[i].ci_id };
   free(list);
   return r;
 }

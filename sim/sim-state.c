@@ -79,13 +79,26 @@ bool gpusim_proc_alive(pid_t pid, uint64_t start_time)
 
 /* ---- robust locks ---- */
 
+/* The GPU instance process slot i's memory on device d is charged to, or NULL. */
+static struct gpusim_mig_gi *bound_gi(int i, int d)
+{
+  uint8_t b = g_state->proc_mig[i][d];
+  return b ? &g_state->mig[d].gi[GPUSIM_MIG_BIND_GI(b)] : NULL;
+}
+
 static void mem_repair(struct gpusim_dev *d)
 {
   int di = (int) (d - g_state->dev);
   uint64_t sum = 0;
+  for (int g = 0; g < GPUSIM_MIG_GI; g++)
+    g_state->mig[di].gi[g].used_bytes = 0;
   for (int i = 0; i < GPUSIM_MAX_PROCS; i++)
-    if (atomic_load(&g_state->proc[i].state) != GPUSIM_SLOT_FREE)
+    if (atomic_load(&g_state->proc[i].state) != GPUSIM_SLOT_FREE) {
+      struct gpusim_mig_gi *gi = bound_gi(i, di);
       sum += g_state->proc[i].used[di];
+      if (gi)
+        gi->used_bytes += g_state->proc[i].used[di];
+    }
   atomic_store(&d->used_bytes, sum);
 }
 
@@ -96,6 +109,16 @@ static void mem_lock(struct gpusim_dev *d)
     mem_repair(d);
     pthread_mutex_consistent(&d->mem_lock);
   }
+}
+
+void gpusim_mem_lock(int d)
+{
+  mem_lock(&g_state->dev[d]);
+}
+
+void gpusim_mem_unlock(int d)
+{
+  pthread_mutex_unlock(&g_state->dev[d].mem_lock);
 }
 
 static void exec_lock(struct gpusim_dev *d)
@@ -239,9 +262,14 @@ struct gpusim_shared *gpusim_state(const char **err)
 
 static void slot_release(struct gpusim_proc *p)
 {
+  int slot = (int) (p - g_state->proc);
   for (uint32_t d = 0; d < g_state->ndev; d++) {
     struct gpusim_dev *dev = &g_state->dev[d];
     mem_lock(dev);
+    struct gpusim_mig_gi *gi = bound_gi(slot, (int) d);
+    if (gi)
+      gi->used_bytes -= p->used[d] < gi->used_bytes ? p->used[d] : gi->used_bytes;
+    g_state->proc_mig[slot][d] = 0;
     atomic_fetch_sub(&dev->used_bytes, p->used[d]);
     p->used[d] = 0;
     pthread_mutex_unlock(&dev->mem_lock);
@@ -310,6 +338,7 @@ static struct gpusim_proc *slot_claim(pid_t pid, uint64_t start)
       p->pid = pid;
       p->start_time = start;
       memset(p->used, 0, sizeof(p->used));
+      memset(g_state->proc_mig[i], 0, sizeof(g_state->proc_mig[i]));
       atomic_store(&p->state, GPUSIM_SLOT_LIVE);
       return p;
     }
@@ -345,13 +374,26 @@ __attribute__((destructor)) static void self_release(void)
 
 /* ---- memory ---- */
 
+/* Whether bytes more fit in total with used taken. */
+static bool fits(uint64_t used, uint64_t total, uint64_t bytes)
+{
+  return bytes <= total && used <= total - bytes;
+}
+
+/* On a GPU in MIG mode a process holds memory only in the instance it is bound to, and the
+ * instance's own size is its limit; a GPU outside MIG mode is one pool. */
 static int mem_try(struct gpusim_dev *dev, int d, struct gpusim_proc *self, uint64_t bytes)
 {
   int ok = 0;
   mem_lock(dev);
+  struct gpusim_mig_gi *gi = bound_gi((int) (self - g_state->proc), d);
   uint64_t used = atomic_load(&dev->used_bytes);
-  if (bytes <= dev->total_bytes && used <= dev->total_bytes - bytes) {
+  bool whole = g_state->mig[d].mode == 0 && !gi;
+  bool in_gi = gi && gi->live && fits(gi->used_bytes, gi->total_bytes, bytes);
+  if ((whole || in_gi) && fits(used, dev->total_bytes, bytes)) {
     self->used[d] += bytes;
+    if (gi)
+      gi->used_bytes += bytes;
     atomic_store(&dev->used_bytes, used + bytes);
     ok = 1;
   }
@@ -383,6 +425,9 @@ void gpusim_mem_release(int d, uint64_t bytes)
   if (bytes > self->used[d])
     bytes = self->used[d];
   self->used[d] -= bytes;
+  struct gpusim_mig_gi *gi = bound_gi((int) (self - g_state->proc), d);
+  if (gi)
+    gi->used_bytes -= bytes < gi->used_bytes ? bytes : gi->used_bytes;
   atomic_fetch_sub(&dev->used_bytes, bytes);
   pthread_mutex_unlock(&dev->mem_lock);
 }

@@ -23,10 +23,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sim-mig-state.h"
 #include "sim-models.h"
 
 #define GPUSIM_MAGIC 0x4753494d53544154ULL /* "GSIMSTAT" */
-#define GPUSIM_VERSION 2
+#define GPUSIM_VERSION 3
 #define GPUSIM_MAX_PROCS 1024
 #define GPUSIM_RING 4096
 #define GPUSIM_XID_RING 64
@@ -81,6 +82,9 @@ struct gpusim_shared {
   struct gpusim_dev dev[GPUSIM_MAX_DEVICES];
   struct gpusim_proc proc[GPUSIM_MAX_PROCS];
   struct gpusim_dev_health health[GPUSIM_MAX_DEVICES];
+  /* Version 3: MIG (sim-mig-state.h) and the compute mode. */
+  struct gpusim_mig mig[GPUSIM_MAX_DEVICES];
+  uint8_t proc_mig[GPUSIM_MAX_PROCS][GPUSIM_MAX_DEVICES]; /* per process slot, GPUSIM_MIG_BIND */
 };
 
 /* The state file's layout, pinned: every process on the simulated driver maps it. A change
@@ -125,8 +129,13 @@ _Static_assert(offsetof(struct gpusim_dev_health, xid_count) == 16, "bump GPUSIM
 _Static_assert(offsetof(struct gpusim_shared, health) ==
                  280 + 16 * sizeof(struct gpusim_dev) + 1024 * 208,
                "bump GPUSIM_VERSION");
+#define GPUSIM_MIG_OFFSET (280 + 16 * sizeof(struct gpusim_dev) + 1024 * 208 + 16 * (24 + 64 * 8))
+_Static_assert(offsetof(struct gpusim_shared, mig) == GPUSIM_MIG_OFFSET, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_shared, proc_mig) ==
+                 GPUSIM_MIG_OFFSET + 16 * sizeof(struct gpusim_mig),
+               "bump GPUSIM_VERSION");
 _Static_assert(sizeof(struct gpusim_shared) ==
-                 280 + 16 * sizeof(struct gpusim_dev) + 1024 * 208 + 16 * (24 + 64 * 8),
+                 GPUSIM_MIG_OFFSET + 16 * sizeof(struct gpusim_mig) + 1024 * 16,
                "gpusim_shared changed: bump GPUSIM_VERSION");
 
 /* Maps the shared state described by GPUSLICE_SIM, creating it on first use. The mapping is
@@ -139,6 +148,9 @@ struct gpusim_proc *gpusim_self(void);
 /* Takes bytes of device memory for this process: 0, or -1 when the device is full. */
 int gpusim_mem_reserve(int dev, uint64_t bytes);
 void gpusim_mem_release(int dev, uint64_t bytes);
+/* The device's memory lock, which also guards its MIG state (sim-mig.c). */
+void gpusim_mem_lock(int dev);
+void gpusim_mem_unlock(int dev);
 
 /* Gives back the memory of processes that have died. Returns how many were reaped. */
 int gpusim_reap_dead(void);

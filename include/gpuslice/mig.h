@@ -82,6 +82,12 @@ int gs_mig_plan(const struct gs_mig_table *t, const char *model, const uint64_t 
 int gs_mig_plan_profiles(const struct gs_mig_profile *const *profiles, int n,
                          struct gs_mig_layout *out, gs_error_t *err);
 
+/* Lays profiles p[0..n) onto one GPU beside the instances `fixed` (kept at their starts): 0
+ * with each new instance's start in starts[] when the whole is a valid layout, -1 when it is
+ * not possible. The same exact search as gs_mig_plan's. */
+int gs_mig_place_around(const struct gs_mig_instance *fixed, int nfixed,
+                        const struct gs_mig_profile *const *p, int n, int *starts);
+
 /* Checks that one GPU's instances form a valid layout (see the top of this file).
  * Returns 0, or -1 with err saying which rule broke. */
 int gs_mig_gpu_validate(const struct gs_mig_instance *inst, int n, gs_error_t *err);

@@ -13,6 +13,16 @@
 
 #define GS_SNAP_STR 96
 #define GS_SNAP_LABELS_MAX 16
+#define GS_SNAP_MIG_MAX 7       /* GPU instances on one GPU */
+#define GS_SNAP_SHARING_MAX 160 /* "mig:" and seven profile@start */
+
+/* One MIG GPU instance of a GPU in MIG mode: dcgm-exporter's GPU_I_PROFILE and GPU_I_ID. */
+struct gs_snap_mig {
+  char profile[24];       /* "1g.10gb" */
+  unsigned gi_id;         /* NVML's GPU instance id */
+  char uuid[GS_SNAP_STR]; /* the MIG device of its first compute instance */
+  uint64_t fb_total_bytes, fb_used_bytes, fb_free_bytes;
+};
 
 struct gs_snap_gpu {
   int index;                    /* NVML index, as dcgm-exporter's `gpu` label */
@@ -42,6 +52,11 @@ struct gs_snap_gpu {
   /* GPM (Hopper and later) over the last sampling interval: ratios 0..1, PCIe in bytes/s. */
   double prof_gr_active, prof_tensor_active, prof_dram_active;
   double prof_pcie_tx_bps, prof_pcie_rx_bps;
+  /* How the GPU is shared, as the daemon's `sharing` setting says: "timeslice", "mps" or
+   * "mig:<layout>"; "" when not known. */
+  char sharing[GS_SNAP_SHARING_MAX];
+  int nmig; /* MIG GPU instances, sorted by id; 0 outside MIG mode */
+  struct gs_snap_mig mig[GS_SNAP_MIG_MAX];
 };
 
 enum {

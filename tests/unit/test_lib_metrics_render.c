@@ -552,6 +552,71 @@ static void test_tenant_on_unknown_gpu_gets_empty_uuid(void **state)
   free(out);
 }
 
+/* A GPU in MIG mode: its own framebuffer rows stay, and each GPU instance gets rows of its
+ * own with dcgm-exporter's GPU_I_PROFILE and GPU_I_ID after modelName; other fields are the
+ * GPU's only. */
+static void test_mig_instances_get_framebuffer_rows_with_gpu_i_labels(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  g.nmig = 2;
+  strcpy(g.mig[0].profile, "3g.40gb");
+  g.mig[0].gi_id = 2;
+  g.mig[0].fb_used_bytes = 3ull << 30;
+  g.mig[0].fb_free_bytes = 40448ull * 1048576 - (3ull << 30);
+  strcpy(g.mig[1].profile, "1g.10gb");
+  g.mig[1].gi_id = 7;
+  g.mig[1].fb_free_bytes = 9984ull * 1048576;
+  struct gs_snapshot s = snapshot(&g, 1, NULL, 0);
+  char *out = render(&s, NULL);
+  const char *gpu =
+    "gpu=\"0\",UUID=\"GPU-11111111-2222-3333-4444-555555555555\",pci_bus_id=\"00000000:3B:00.0\","
+    "device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\"";
+  char want[2048];
+  char *used = lines_starting(out, "DCGM_FI_DEV_FB_USED{");
+  snprintf(want, sizeof(want),
+           "DCGM_FI_DEV_FB_USED{%s,Hostname=\"node1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 3072\n"
+           "DCGM_FI_DEV_FB_USED{%s,GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"2\",Hostname=\"node1\","
+           "DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 3072\n"
+           "DCGM_FI_DEV_FB_USED{%s,GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"7\",Hostname=\"node1\","
+           "DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 0\n",
+           gpu, gpu, gpu);
+  assert_string_equal(used, want);
+  char *free_ = lines_starting(out, "DCGM_FI_DEV_FB_FREE{");
+  assert_non_null(strstr(
+    free_, "GPU_I_ID=\"2\",Hostname=\"node1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 37376\n"));
+  assert_non_null(strstr(
+    free_, "GPU_I_ID=\"7\",Hostname=\"node1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 9984\n"));
+  char *temp = lines_starting(out, "DCGM_FI_DEV_GPU_TEMP{");
+  assert_null(strstr(temp, "GPU_I_ID"));
+  assert_null(strstr(out, "gpuslice_gpu_sharing_info")); /* no sharing given: no family */
+  free(used);
+  free(free_);
+  free(temp);
+  free(out);
+}
+
+static void test_sharing_mode_is_an_info_series_label(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g[2] = { one_gpu(), one_gpu() };
+  g[1].index = 1;
+  strcpy(g[0].sharing, "mps");
+  strcpy(g[1].sharing, "mig:1g.10gb@0 3g.40gb@4");
+  struct gs_snapshot s = snapshot(g, 2, NULL, 0);
+  char *out = render(&s, NULL);
+  char *info = lines_starting(out, "gpuslice_gpu_sharing_info");
+  assert_string_equal(
+    info,
+    "gpuslice_gpu_sharing_info{gpu=\"0\",UUID=\"GPU-11111111-2222-3333-4444-555555555555\","
+    "Hostname=\"node1\",sharing=\"mps\"} 1\n"
+    "gpuslice_gpu_sharing_info{gpu=\"1\",UUID=\"GPU-11111111-2222-3333-4444-555555555555\","
+    "Hostname=\"node1\",sharing=\"mig:1g.10gb@0 3g.40gb@4\"} 1\n");
+  assert_non_null(strstr(out, "# TYPE gpuslice_gpu_sharing_info gauge\n"));
+  free(info);
+  free(out);
+}
+
 static void test_malformed_snapshot_is_an_error(void **state)
 {
   (void) state;
@@ -615,6 +680,8 @@ int main(void)
     cmocka_unit_test(test_kubernetes_tenant_series_carry_namespace_pod_container),
     cmocka_unit_test(test_hostname_label_spelling_follows_the_fields),
     cmocka_unit_test(test_tenant_on_unknown_gpu_gets_empty_uuid),
+    cmocka_unit_test(test_mig_instances_get_framebuffer_rows_with_gpu_i_labels),
+    cmocka_unit_test(test_sharing_mode_is_an_info_series_label),
     cmocka_unit_test(test_malformed_snapshot_is_an_error),
     cmocka_unit_test(test_many_rows_render_completely),
   };

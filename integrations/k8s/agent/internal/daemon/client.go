@@ -30,6 +30,8 @@ type GPU struct {
 	PCIBusID          string `json:"pci_bus_id"`
 	MemoryTotalBytes  int64  `json:"memory_total_bytes"`
 	ComputeCapability string `json:"compute_capability,omitempty"`
+	// Sharing is the daemon's sharing setting for the GPU: "timeslice", "mps" or "mig:<layout>".
+	Sharing string `json:"sharing,omitempty"`
 }
 
 // Registration is the body of POST /v1/tenants for a held tenant.

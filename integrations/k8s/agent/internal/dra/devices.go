@@ -1,6 +1,8 @@
 package dra
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -26,6 +28,9 @@ func Devices(gpus []daemon.GPU) []resourceapi.Device {
 		if g.PCIBusID != "" {
 			attrs["pciBusID"] = resourceapi.DeviceAttribute{StringValue: ptr(g.PCIBusID)}
 		}
+		for name, value := range SharingAttributes(g.Sharing) {
+			attrs[name] = resourceapi.DeviceAttribute{StringValue: ptr(value)}
+		}
 		out = append(out, resourceapi.Device{
 			Name:                     DeviceName(g.Index),
 			Attributes:               attrs,
@@ -45,6 +50,26 @@ func Devices(gpus []daemon.GPU) []resourceapi.Device {
 				},
 			},
 		})
+	}
+	return out
+}
+
+// MaxAttributeString is the longest string a ResourceSlice's device attribute may hold.
+const MaxAttributeString = 64
+
+// SharingAttributes are the GPU's sharing mode as device attributes, as GKE names a node
+// pool's sharing strategy: "sharing" is timeslice, mps or mig, and a GPU in MIG mode adds its
+// layout as "migLayout" ("1g.10gb@0 3g.40gb@4") when it fits an attribute's 64 characters.
+// A daemon that does not say gives none.
+func SharingAttributes(sharing string) map[resourceapi.QualifiedName]string {
+	out := map[resourceapi.QualifiedName]string{}
+	mode, layout, isMIG := strings.Cut(sharing, ":")
+	if mode == "" {
+		return out
+	}
+	out["sharing"] = mode
+	if isMIG && mode == "mig" && len(layout) <= MaxAttributeString {
+		out["migLayout"] = layout
 	}
 	return out
 }
