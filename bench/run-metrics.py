@@ -25,12 +25,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SEVEN = ROOT / "bench" / "counters-7.csv"
 FIELD_SETS = [("25 (default)", []), ("7 (before #16)", ["--counters", str(SEVEN)])]
 TARGET_MS = 5.0
-# (label, gpus, tenants, GPUs each tenant uses, labels per tenant)
-CASES = [
-    ("8 GPUs x 256 tenants, 1 GPU each", 8, 256, 1, 4),
-    ("8 GPUs x 256 tenants, all 8 GPUs each", 8, 256, 8, 4),
-    ("8 GPUs x 256 tenants, 16 labels each", 8, 256, 1, 16),
-]
+
+
+def cases(tenants):
+    """(label, gpus, tenants, GPUs each tenant uses, labels per tenant)."""
+    return [
+        (f"8 GPUs x {tenants} tenants, 1 GPU each", 8, tenants, 1, 4),
+        (f"8 GPUs x {tenants} tenants, all 8 GPUs each", 8, tenants, 8, 4),
+        (f"8 GPUs x {tenants} tenants, 16 labels each", 8, tenants, 1, 16),
+    ]
 
 
 def run_case(binary, gpus, tenants, per, labels, iters, extra=()):
@@ -68,6 +71,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--iters", type=int, default=500)
+    ap.add_argument("--tenants", type=int, default=256, help="tenants in each case (default 256; issue #17: 1024)")
     ap.add_argument("--rounds", type=int, default=10, help="alternations of the two field sets (default 10)")
     ap.add_argument("--baseline-build", help="another build dir whose gs-bench-metrics is alternated too")
     ap.add_argument("--json")
@@ -80,7 +84,7 @@ def main():
     if a.baseline_build:
         sets.append((f"{a.baseline_build} (its default)", pathlib.Path(a.baseline_build) / "bin" / "gs-bench-metrics", []))
     results = []
-    for case in CASES:
+    for case in cases(3 if a.quick else a.tenants):
         for name, r in run_alternated(binary, case, iters, rounds, sets).items():
             r["case"], r["field_set"] = case[0], name
             results.append(r)

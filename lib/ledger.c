@@ -202,10 +202,20 @@ static bool slot_reap_if(struct gs_ledger *l, struct gs_ledger_proc *p, bool dea
   return true;
 }
 
+/* How many slots from proc[0] may be live: the ledger's own count where it keeps one. */
+static int slots_in_use(struct gs_ledger *l)
+{
+  uint32_t used = atomic_load(&l->slots_used);
+  if (!(used & GS_SLOTS_KNOWN))
+    return GS_LEDGER_MAX_PROCS;
+  used &= ~GS_SLOTS_KNOWN;
+  return used < GS_LEDGER_MAX_PROCS ? (int) used : GS_LEDGER_MAX_PROCS;
+}
+
 int gs_ledger_reap(struct gs_ledger *l)
 {
   int n = 0;
-  for (int i = 0; i < GS_LEDGER_MAX_PROCS; i++) {
+  for (int i = 0, end = slots_in_use(l); i < end; i++) {
     struct gs_ledger_proc *p = &l->proc[i];
     if (atomic_load(&p->state) == GS_SLOT_LIVE)
       n += slot_reap_if(l, p, !gs_proc_alive(p->pid, p->start_time));
