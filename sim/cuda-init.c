@@ -185,6 +185,7 @@ static CUresult init_locked(void)
   gsc.sh = sh;
   GSC_TRY(gsc_visible_init());
   gsc.default_kernel_ns = default_kernel_ns();
+  gsc_map_cache_init();
   for (int d = 0; d < gsc.ndev; d++)
     GSC_TRY(gsc_pool_create_default(d));
   atomic_store(&gsc.initialized, true);

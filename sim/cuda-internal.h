@@ -256,6 +256,12 @@ struct gsc_alloc *gsc_alloc_first(void);
 CUresult gsc_dev_alloc(struct CUctx_st *c, size_t size, enum gsc_mem_kind kind, CUdeviceptr *out);
 /* Unmaps and unrecords, and gives the charge back unless a pool or VMM handle holds it. */
 void gsc_alloc_free(struct gsc_alloc *a);
+/* Device mappings through the benchmark's cache (cuda-map-cache.c, GPUSIM_MAP_CACHE): a freed
+ * mapping of at most GSC_MAP_CACHE_BYTES may be kept and handed out again. With gsc_lock. */
+#define GSC_MAP_CACHE_BYTES (64u << 10)
+void gsc_map_cache_init(void);
+void *gsc_map_cached(size_t len);
+void gsc_unmap_cached(void *p, size_t len);
 /* A device range for a copy or set: INVALID_VALUE unless it lies inside one device allocation. */
 CUresult gsc_dev_range(CUdeviceptr p, size_t len);
 /* Device charges. While a forked child drops what it inherited (gsc.forking), releases are

@@ -121,10 +121,10 @@ CUresult gsc_dev_alloc(struct CUctx_st *c, size_t size, enum gsc_mem_kind kind, 
   GSC_LOCKED;
   GSC_TRY(gsc_charge(c->dev, size));
   struct gsc_alloc *a = calloc(1, sizeof(*a));
-  void *p = a ? gsc_map(size) : NULL;
+  void *p = a ? gsc_map_cached(size) : NULL;
   if (!p || (a->base = (uintptr_t) p, a->size = a->map_len = size, gsc_alloc_insert(a) < 0)) {
     if (p)
-      munmap(p, size);
+      gsc_unmap_cached(p, size);
     free(a);
     gsc_uncharge(c->dev, size);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -148,7 +148,9 @@ static void vmm_unmap(struct gsc_alloc *a)
 void gsc_alloc_free(struct gsc_alloc *a)
 {
   gsc_alloc_remove(a);
-  if (a->map_len)
+  if (a->map_len && a->kind == GSC_MEM_DEVICE)
+    gsc_unmap_cached((void *) a->base, a->map_len);
+  else if (a->map_len)
     munmap((void *) a->base, a->map_len);
   switch (a->kind) {
   case GSC_MEM_DEVICE:
