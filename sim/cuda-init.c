@@ -138,6 +138,7 @@ static void atfork_child(void)
   memset(gsc.default_pool, 0, sizeof(gsc.default_pool));
   memset(gsc.current_pool, 0, sizeof(gsc.current_pool));
   gsc.forking = false;
+  gsc_ckpt_after_fork();
   atomic_store(&gsc.initialized, false);
 }
 
@@ -187,6 +188,7 @@ static CUresult init_locked(void)
   gsc.default_kernel_ns = default_kernel_ns();
   for (int d = 0; d < gsc.ndev; d++)
     GSC_TRY(gsc_pool_create_default(d));
+  GSC_TRY(gsc_ckpt_start());
   atomic_store(&gsc.initialized, true);
   return CUDA_SUCCESS;
 }
