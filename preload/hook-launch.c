@@ -8,11 +8,13 @@
 #include "compute-gate.h"
 #include "hooks.h"
 #include "pool-reserve.h"
+#include "resume-wait.h"
 
 /* Runs `call` (a driver call on stream s) through the gate. A launch the gate refuses (it
  * has no board or board row for the tenant) is CUDA_ERROR_NOT_PERMITTED, never ungated. */
 #define GS_GATED(fn, s, ptsz, ...)                   \
   do {                                               \
+    GS_RESUMED_OR_RETURN();                          \
     GS_REAL_OR_FAIL(fn);                             \
     struct gs_gate *g_ = gs__gate();                 \
     if (!g_)                                         \
@@ -29,6 +31,7 @@
 /* Runs a synchronize call, telling the gate before and after. */
 #define GS_SYNC(fn, ...)                                        \
   do {                                                          \
+    GS_RESUMED_OR_RETURN();                                     \
     GS_REAL_OR_FAIL(fn);                                        \
     struct gs_gate *g_ = gs__gate();                            \
     if (g_)                                                     \

@@ -1,6 +1,7 @@
 /* Hooks for the plain allocation paths: cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged and
  * their frees, and what the tenant sees of its memory: cuMemGetInfo and cuDeviceTotalMem. */
 #include "hooks.h"
+#include "resume-wait.h"
 
 #define PITCH_ALIGN \
   512 /* the widest pitch alignment of supported GPUs: the charge never falls short */
@@ -35,6 +36,7 @@ static CUresult managed(CUdeviceptr *dptr, size_t bytes, unsigned int flags)
 
 GS_HOOK CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
+  GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemAlloc_v2);
   if (!dptr || bytesize == 0)
     return gs__cuda.cuMemAlloc_v2(dptr, bytesize);
@@ -43,6 +45,7 @@ GS_HOOK CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 
 GS_HOOK CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
+  GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemAllocManaged);
   if (!dptr || bytesize == 0)
     return gs__cuda.cuMemAllocManaged(dptr, bytesize, flags);
@@ -52,6 +55,7 @@ GS_HOOK CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
 GS_HOOK CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
                                     unsigned int elem)
 {
+  GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemAllocPitch_v2);
   size_t padded = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
   if (!dptr || !pitch || width == 0 || height == 0 || padded < width || height > SIZE_MAX / padded)
@@ -95,6 +99,7 @@ static void undo_free_v1(uint64_t p)
 
 GS_HOOK CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
 {
+  GS_RESUMED_OR_RETURN();
   CUdeviceptr p = 0;
   GS_REAL_OR_FAIL(cuMemAlloc);
   if (!dptr || bytesize == 0)
