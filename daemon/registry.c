@@ -243,7 +243,8 @@ static void upgrade_limits_file(struct registry *r, const char *name)
     gs_error_release(&err);
   } else if (rc > 0) {
     GS_LOG(GS_LOG_INFO,
-           "tenant '%s': limits file upgraded to version %d, its compute limits now a ceiling",
+           "tenant '%s': limits file upgraded in place to version %d (from version 2, its "
+           "compute limits become a ceiling)",
            name, GS_LIMITS_VERSION);
   }
 }
@@ -479,6 +480,7 @@ static bool tenant_sample(struct tenant *t)
     tg->throttled_ns = l.gpu[g].throttled_ns;
     tg->share_ppm = l.gpu[g].share_ppm;
   }
+  t->sus.asked = l.resume;
   t->sampled = true;
   return true;
 }
