@@ -62,23 +62,25 @@ static json_t *gpus_json(const struct daemon *d, const struct tenant *t)
 
 /* The tenant's suspension (docs/suspend.md): its figures, and why the last suspend or resume
  * failed. */
-static json_t *suspension_json(const struct daemon *d, const struct tenant *t)
+static json_t *suspension_json(const struct tenant *t)
 {
   const struct tenant_suspend *s = &t->sus;
   uint64_t bytes = 0;
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
     bytes += atomic_load(&t->limits->suspended_bytes[g]);
-  double now = daemon_now_unix(),
-         total = s->suspended_s + (s->started_unix > 0 ? now - s->started_unix : 0);
-  (void) d;
-  return json_pack(
-    "{s:o, s:I, s:I, s:f, s:I, s:o, s:I, s:f, s:o}", "suspended_at",
-    s->started_unix > 0 ? api_time_json(s->started_unix) : json_null(), "suspended_bytes",
-    (json_int_t) bytes, "suspensions", (json_int_t) s->suspensions, "suspended_seconds", total,
-    "resumes", (json_int_t) s->resumes, "last_resume_seconds",
-    s->resumes ? json_real(s->resume_s) : json_null(), "resume_waits", (json_int_t) s->asked.waits,
-    "resume_wait_seconds", (double) s->asked.wait_ns_total / 1e9, "error",
-    s->error[0] ? json_string(s->error) : json_null());
+  double total = s->suspended_s + (s->started_unix > 0 ? daemon_now_unix() - s->started_unix : 0);
+  json_t *j =
+    json_pack("{s:o, s:I, s:I, s:f, s:I}", "suspended_at",
+              s->started_unix > 0 ? api_time_json(s->started_unix) : json_null(), "suspended_bytes",
+              (json_int_t) bytes, "suspensions", (json_int_t) s->suspensions, "suspended_seconds",
+              total, "resumes", (json_int_t) s->resumes);
+  json_object_set_new(j, "last_suspend_seconds",
+                      s->suspensions ? json_real(s->suspend_s) : json_null());
+  json_object_set_new(j, "last_resume_seconds", s->resumes ? json_real(s->resume_s) : json_null());
+  json_object_set_new(j, "resume_waits", json_integer((json_int_t) s->asked.waits));
+  json_object_set_new(j, "resume_wait_seconds", json_real((double) s->asked.wait_ns_total / 1e9));
+  json_object_set_new(j, "error", s->error[0] ? json_string(s->error) : json_null());
+  return j;
 }
 
 json_t *api_tenant_json(const struct daemon *d, const struct tenant *t)
@@ -89,7 +91,7 @@ json_t *api_tenant_json(const struct daemon *d, const struct tenant *t)
     (json_int_t) t->uid, "user", t->user, "pid", (json_int_t) t->owner_pid, "state", state,
     "started_at", api_time_json((double) (t->created_unix_ns / 1000000000ULL)), "labels",
     tenant_json_labels(t->labels), "limits", limits_json(t->limits), "gpus", gpus_json(d, t),
-    "served_requests", (json_int_t) t->served_requests, "suspension", suspension_json(d, t));
+    "served_requests", (json_int_t) t->served_requests, "suspension", suspension_json(t));
 }
 
 int api_tenants_list(struct api_req *rq, struct api_reply *r)
