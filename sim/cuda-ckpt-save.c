@@ -127,6 +127,8 @@ static void flush_run(struct saved *s, size_t from, size_t to, size_t *used)
 {
   if (to <= from)
     return;
+  /* One call makes the copy's pages, not one fault each (where the kernel can: 5.14 on). */
+  madvise(s->host + *used, to - from, MADV_POPULATE_WRITE);
   memcpy(s->host + *used, (const char *) s->base + from, to - from);
   *used += to - from;
 }
@@ -172,23 +174,32 @@ static int save_mapping(struct saved *s)
   return rc;
 }
 
+/* Copies n bytes of the host copy at pos back to off in the range, a chunk at a time, giving
+ * each chunk of the host copy back once it is copied: the device grows as the host shrinks. */
+static void copy_back(struct saved *s, uint64_t off, size_t n, size_t pos)
+{
+  size_t chunk = CHUNK_PAGES * page_size();
+  for (size_t done = 0; done < n; done += chunk) {
+    size_t len = n - done < chunk ? n - done : chunk;
+    char *dst = (char *) s->base + off + done;
+    /* One call makes the chunk's pages, not one fault each (where the kernel can: 5.14 on). */
+    madvise(dst, len, MADV_POPULATE_WRITE);
+    memcpy(dst, s->host + pos + done, len);
+    madvise(s->host + pos + done, len, MADV_DONTNEED);
+  }
+}
+
 /* Maps the range again (unless a failed save left it mapped) and copies the runs back. */
 static int load_mapping(struct saved *s, bool remap)
 {
-  size_t pg = page_size(), npages = (s->len + pg - 1) / pg, pos = 0, freed = 0;
+  size_t pg = page_size(), npages = (s->len + pg - 1) / pg, pos = 0;
   if (remap &&
       mmap((void *) s->base, npages * pg, PROT_READ | PROT_WRITE,
            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
     return -1;
   for (size_t r = 0; r < s->nruns; r++) {
-    memcpy((char *) s->base + s->runs[r].off, s->host + pos, s->runs[r].len);
+    copy_back(s, s->runs[r].off, s->runs[r].len, pos);
     pos += s->runs[r].len;
-    /* The host copy shrinks as the device grows back. */
-    size_t done = pos / (CHUNK_PAGES * pg) * (CHUNK_PAGES * pg);
-    if (done > freed) {
-      madvise(s->host + freed, done - freed, MADV_DONTNEED);
-      freed = done;
-    }
   }
   return 0;
 }
