@@ -194,6 +194,7 @@ struct tenant *registry_add(struct registry *r, const struct tenant_request *req
     tenant_free(t);
     return NULL;
   }
+  t->sus.known = true; /* registered now: no earlier daemon left it suspended */
   append(r, t);
   *status = 201;
   return t;

@@ -183,6 +183,7 @@ static void record(struct daemon *d, struct tenant *t, const uint64_t *bytes, do
   t->limits->suspended_unix_ns = (uint64_t) (daemon_now_unix() * 1e9);
   t->limits->resume_wait_ms = (uint32_t) (d->cfg.resume_timeout * 1000.0) + 10000u;
   s->started_unix = daemon_now_unix();
+  s->known = true;
   s->suspensions++;
   s->suspend_s = daemon_now_mono() - t0;
   s->error[0] = '\0';

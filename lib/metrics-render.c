@@ -518,12 +518,24 @@ static void render_tenant_series(struct mbuf *b, const struct gs_snapshot *s, co
   }
 }
 
+/* The suspension series are left out whole, family included, while no tenant was ever
+ * suspended: most nodes never suspend one, and their scrape stays as it was. */
+static bool any_suspended(const struct gs_snapshot *s)
+{
+  for (int i = 0; i < s->ntenants; i++)
+    if (s->tenants[i].suspensions)
+      return true;
+  return false;
+}
+
 static void render_tenants(struct mbuf *b, const struct gs_snapshot *s, const struct mbuf *sc,
                            const struct labelset *ls)
 {
+  bool suspensions = any_suspended(s);
   for (size_t k = 0; k < sizeof(tenant_series) / sizeof(tenant_series[0]); k++)
-    render_tenant_series(b, s, sc, ls, tenant_series[k].field, tenant_series[k].name,
-                         tenant_series[k].type, tenant_series[k].help);
+    if (tenant_series[k].field < TF_SUSPENDED || suspensions)
+      render_tenant_series(b, s, sc, ls, tenant_series[k].field, tenant_series[k].name,
+                           tenant_series[k].type, tenant_series[k].help);
   for (size_t k = 0; k < sizeof(deprecated_series) / sizeof(deprecated_series[0]); k++)
     render_tenant_series(b, s, sc, ls, deprecated_series[k].field, deprecated_series[k].name,
                          "gauge", deprecated_series[k].help);

@@ -281,10 +281,6 @@ def test_a_kubernetes_tenant_has_namespace_pod_container_on_every_series(k8s_nod
     fams = families(metrics(k8s_node))
     gpu = sample(fams, "DCGM_FI_DEV_FB_USED", 0)[0]
     rows = tenant_rows(fams, "k")
-    # The suspension series are served only for tenants suspended at least once (docs/suspend.md).
-    suspension = {n for n in rows if "suspend" in n or "resume" in n}
-    assert len(suspension) == 7 and not any(rows[n] for n in suspension), rows
-    rows = {n: v for n, v in rows.items() if n not in suspension}
     assert len(rows) == 13 and all(rows.values()), rows  # 10 series and 3 deprecated names
     for name, samples in rows.items():
         for lb in samples:
