@@ -3,7 +3,8 @@
   python3 ckpt_probe.py target
       A CUDA process that holds device memory and takes commands on stdin, one a line, each
       answered by one JSON line on stdout (after {"ready": true, "pid": PID} at start):
-        alloc KIND BYTES   KIND plain or managed; {"index", "ptr", "bytes"}
+        alloc KIND BYTES   KIND plain, managed, pool (cuMemAllocAsync) or vmm (cuMemCreate, mapped
+                           at a reservation; BYTES a multiple of 2 MiB); {"index", "ptr", "bytes"}
         ipc-export I       cuIpcGetMemHandle of allocation I: it is shared from then on
         fill I [full]      writes random bytes into allocation I: all of it with `full`, else
                            its first and last MiB and one MiB at each eighth of it
@@ -30,6 +31,19 @@ MIB = 1 << 20
 
 def out(**kw):
     print(json.dumps(kw), flush=True)
+
+
+class Location(C.Structure):
+    _fields_ = [("type", C.c_int), ("id", C.c_int)]
+
+
+class AllocProp(C.Structure):
+    _fields_ = [("type", C.c_int), ("requestedHandleTypes", C.c_int), ("location", Location),
+                ("win32HandleMetaData", C.c_void_p), ("allocFlags", C.c_ubyte * 8)]
+
+
+class AccessDesc(C.Structure):
+    _fields_ = [("location", Location), ("flags", C.c_int)]
 
 
 class LockArgs(C.Structure):
@@ -88,10 +102,27 @@ class Target:
             out(error=what, rc=rc)
             sys.exit(1)
 
+    def vmm(self, p, size):
+        """cuMemCreate of size bytes on device 0, mapped read-write at a reservation."""
+        prop = AllocProp(type=1, location=Location(type=1, id=0))  # pinned, on device 0
+        h = C.c_uint64()
+        rc = self.lib.cuMemCreate(C.byref(h), C.c_size_t(size), C.byref(prop), C.c_uint64(0))
+        rc = rc or self.lib.cuMemAddressReserve(C.byref(p), C.c_size_t(size), C.c_size_t(0), C.c_uint64(0),
+                                                C.c_uint64(0))
+        rc = rc or self.lib.cuMemMap(p, C.c_size_t(size), C.c_size_t(0), h, C.c_uint64(0))
+        access = AccessDesc(location=Location(type=1, id=0), flags=3)  # read-write
+        return rc or self.lib.cuMemSetAccess(p, C.c_size_t(size), C.byref(access), C.c_size_t(1))
+
     def alloc(self, kind, size):
         p = C.c_uint64()
-        rc = (self.lib.cuMemAlloc_v2(C.byref(p), C.c_size_t(size)) if kind == "plain" else
-              self.lib.cuMemAllocManaged(C.byref(p), C.c_size_t(size), 1))
+        if kind == "plain":
+            rc = self.lib.cuMemAlloc_v2(C.byref(p), C.c_size_t(size))
+        elif kind == "managed":
+            rc = self.lib.cuMemAllocManaged(C.byref(p), C.c_size_t(size), 1)
+        elif kind == "pool":
+            rc = self.lib.cuMemAllocAsync(C.byref(p), C.c_size_t(size), None)
+        else:
+            rc = self.vmm(p, size)
         if rc:
             return {"rc": rc}
         self.allocs.append([p.value, size, None])

@@ -113,6 +113,37 @@ def test_suspend_moves_the_memory_out_and_back_at_the_same_addresses(env, target
     assert target.pid in [e["pid"] for e in nvml(env, "procs")["v3"]["entries"]]
 
 
+def vmm_bytes(pid):
+    """Bytes the process's VMM memfds hold (the simulator names them gpusim-vmm:...)."""
+    total = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            if os.readlink(fd).startswith("/memfd:gpusim-vmm"):
+                total += os.stat(fd).st_blocks * 512
+        except OSError:
+            pass
+    return total
+
+
+def test_every_kind_of_device_memory_comes_back(env, target):
+    """Plain, stream-ordered (pool) and VMM memory (a memfd, mapped) each move out and back."""
+    for kind in ("plain", "pool", "vmm"):
+        assert target.cmd(f"alloc {kind} {32 * MIB}")["ptr"], kind
+    for i in range(3):
+        target.cmd(f"fill {i} full")
+    before = target.cmd("sums")
+    used = nvml(env, "meminfo")["nvml"]["v2"]["used"]
+    assert vmm_bytes(target.pid) >= 32 * MIB
+    assert ctl(env, "lock", target.pid)["rc"] == 0
+    assert ctl(env, "checkpoint", target.pid)["rc"] == 0
+    assert nvml(env, "meminfo")["nvml"]["v2"]["used"] <= used - 3 * 32 * MIB
+    assert vmm_bytes(target.pid) == 0  # the memfd's pages are out
+    assert ctl(env, "restore", target.pid)["rc"] == 0
+    assert ctl(env, "unlock", target.pid)["rc"] == 0
+    assert target.cmd("sums") == before
+    assert nvml(env, "meminfo")["nvml"]["v2"]["used"] == used
+
+
 def test_lock_waits_for_submitted_work_and_blocks_new_calls(env, target):
     target.cmd(f"alloc plain {64 * MIB}")
     assert target.cmd("launch 1500000")["rc"] == 0  # a 1.5 s kernel, queued at once
