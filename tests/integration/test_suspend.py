@@ -320,3 +320,26 @@ def test_without_oversubscription_the_memory_stays_the_tenants(keeping, tenants)
     assert r.returncode == 0, r.stderr
     assert t.cmd("sums") == sums
     assert nvml_used(d) == used
+
+
+def test_a_restarted_daemon_keeps_a_suspended_tenant_and_resumes_it_on_demand(shared_root, tenants):
+    """The run state lives in the limits file: a daemon started again adopts the tenant
+    suspended, takes its memory again (oversubscribe off), and its next launch resumes it."""
+    d = start_daemon(shared_root)
+    try:
+        t, sums = holding(d, "survivor", 8 * GIB)
+        tenants.append(t)
+        used = nvml_used(d)
+        assert gpuslice(d, "suspend", "survivor").returncode == 0
+        d.stop()
+        d = Daemon(shared_root, spec="a100-80gb", interval=0.2).start()
+        body = tenant(d, "survivor")
+        assert body["state"] == "suspended" and body["suspension"]["suspended_bytes"] == 8 * GIB
+        assert nvml_used(d) == used  # held again by the new daemon
+        r = t.cmd("launch 100")
+        assert r["rc"] == 0, r
+        assert tenant(d, "survivor")["state"] == "running"
+        assert t.cmd("sums") == sums
+        assert "tenant 'survivor' adopted suspended" in d.log.read_text()
+    finally:
+        d.stop()
