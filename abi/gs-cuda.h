@@ -815,6 +815,49 @@ typedef struct CUgraphEdgeData_st {
   unsigned char reserved[5];
 } CUgraphEdgeData;
 
+/* ---- checkpoint and restore (CUDA 12.8, driver r570) ----
+ * Another process (a controller) moves a process's device memory to host memory and back:
+ * lock (new CUDA calls block; submitted work finishes), checkpoint (device memory copied to
+ * the host, device resources released), restore (back at the same addresses; LOCKED again),
+ * unlock. Each args struct is 64 bytes whose unused fields must be zero; a zeroed struct
+ * means the same to every driver from r570 on. The layouts are CUDA 13.0's: 12.8 named all
+ * of CUcheckpointRestoreArgs `reserved`, and 13.2 put customStorageInfo_out where these
+ * reserved fields are (always NULL here). */
+
+typedef enum CUprocessState_enum {
+  CU_PROCESS_STATE_RUNNING = 0,      /* the default: CUDA calls run */
+  CU_PROCESS_STATE_LOCKED = 1,       /* CUDA calls block; submitted work has finished */
+  CU_PROCESS_STATE_CHECKPOINTED = 2, /* device memory is on the host, device handles released */
+  CU_PROCESS_STATE_FAILED = 3,       /* an uncorrectable error during checkpoint or restore */
+} CUprocessState;
+
+typedef struct CUcheckpointLockArgs_st {
+  unsigned int timeoutMs; /* how long to try to lock; 0: no timeout */
+  unsigned int reserved0;
+  cuuint64_t reserved1[7];
+} CUcheckpointLockArgs;
+
+typedef struct CUcheckpointCheckpointArgs_st {
+  cuuint64_t reserved[8];
+} CUcheckpointCheckpointArgs;
+
+/* A GPU to restore onto another of the same chip type. */
+typedef struct CUcheckpointGpuPair_st {
+  CUuuid oldUuid;
+  CUuuid newUuid;
+} CUcheckpointGpuPair;
+
+typedef struct CUcheckpointRestoreArgs_st {
+  CUcheckpointGpuPair *gpuPairs; /* NULL: every GPU onto itself */
+  unsigned int gpuPairsCount;
+  char reserved[52 - sizeof(CUcheckpointGpuPair *)];
+  cuuint64_t reserved1;
+} CUcheckpointRestoreArgs;
+
+typedef struct CUcheckpointUnlockArgs_st {
+  cuuint64_t reserved[8];
+} CUcheckpointUnlockArgs;
+
 /* ---- cuGetProcAddress ---- */
 
 typedef enum CUdriverProcAddress_flags_enum {
@@ -1122,6 +1165,14 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, u
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
 CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
+
+/* checkpoint and restore of another process (args may be NULL: all defaults) */
+CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int *tid);
+CUresult cuCheckpointProcessGetState(int pid, CUprocessState *state);
+CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args);
+CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args);
+CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args);
+CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args);
 
 #ifdef __cplusplus
 }

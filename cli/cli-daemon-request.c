@@ -21,6 +21,21 @@ int verb_request(const char *verb, const char *socket, const char *method, const
   return CLI_OK;
 }
 
+int verb_request_waiting(const char *verb, const char *socket, const char *method, const char *path,
+                         const json_t *body, long timeout_ms, json_t **reply, long *http_status)
+{
+  gs_error_t err = NULL;
+  struct daemon_client *c = daemon_client_new(socket, &err);
+  if (!c)
+    return cli_fail(verb, &err);
+  daemon_client_set_timeout(c, timeout_ms);
+  int r = daemon_client_request(c, method, path, body, reply, http_status, &err);
+  daemon_client_free(c);
+  if (r < 0)
+    return cli_fail(verb, &err);
+  return CLI_OK;
+}
+
 int verb_print_json(const json_t *j)
 {
   if (json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ||

@@ -17,6 +17,11 @@
 int verb_request(const char *verb, const char *socket, const char *method, const char *path,
                  const json_t *body, json_t **reply);
 
+/* verb_request for a request the daemon may take long to answer (a suspend, a resume): gives up
+ * after timeout_ms instead of the client's default; *http_status (may be NULL) gets the status. */
+int verb_request_waiting(const char *verb, const char *socket, const char *method, const char *path,
+                         const json_t *body, long timeout_ms, json_t **reply, long *http_status);
+
 /* --socket PATH, for every verb that asks the daemon: an entry of its option table. */
 #define VERB_SOCKET_HELP \
   "The daemon's socket (default: $GPUSLICE_SOCKET, else /run/gpuslice/gpuslice.sock for root)"

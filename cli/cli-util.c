@@ -59,6 +59,21 @@ int cli_parse_options(const struct gs_opt_table *t, void *dst, int argc, char **
   return r >= 0 ? r : cli_no_operands(t->verb, argc, argv, next);
 }
 
+int cli_tenant_operand(const char *verb, int argc, char **argv, int next, const char **tenant)
+{
+  if (next >= argc)
+    return cli_usage_error(verb, "missing TENANT (see gpuslice %s --help)", verb);
+  if (next + 1 < argc)
+    return cli_no_operands(verb, argc, argv, next + 1);
+  *tenant = argv[next];
+  if (!**tenant)
+    return cli_usage_error(verb, "TENANT is empty");
+  if (strlen(*tenant) >= GS_LEDGER_NAME_MAX)
+    return cli_usage_error(verb, "TENANT '%.*s...' is longer than any tenant name (%d characters)",
+                           GS_LEDGER_NAME_MAX - 1, *tenant, GS_LEDGER_NAME_MAX - 1);
+  return -1;
+}
+
 int cli_wait_status(int wstatus)
 {
   if (WIFEXITED(wstatus))

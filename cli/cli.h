@@ -25,6 +25,8 @@ int cli_mig(int argc, char **argv);
 int cli_savings(int argc, char **argv);
 int cli_prices(int argc, char **argv);
 int cli_slurm(int argc, char **argv);
+int cli_suspend(int argc, char **argv);
+int cli_resume(int argc, char **argv);
 
 /* Prints "gpuslice: <verb>: <message>" (without "<verb>: " when verb is NULL) on stderr
  * and returns CLI_USAGE. */
@@ -41,11 +43,16 @@ int cli_no_operands(const char *verb, int argc, char **argv, int next);
 /* cli_parse, then cli_no_operands with t's verb: the whole parse of a verb that takes options
  * alone. Returns -1 to go on, or the exit status to return now. */
 int cli_parse_options(const struct gs_opt_table *t, void *dst, int argc, char **argv);
+/* The one operand of a verb about a tenant (suspend, resume): argv[next], as *tenant, when it
+ * is there, alone, not empty and not longer than any tenant name. Returns -1 to go on, or the
+ * exit status after printing the usage error. */
+int cli_tenant_operand(const char *verb, int argc, char **argv, int next, const char **tenant);
 
 /* Each verb's option table (in the verb's file; daemon's in daemon/config.c) and gpuslice's own. */
 extern const struct gs_opt_table cli_main_table, cli_run_table, cli_demo_table, cli_pack_table,
   cli_plan_table, cli_ps_table, cli_gpus_table, cli_top_table, cli_usage_table, cli_set_table,
-  cli_mig_table, cli_savings_table, cli_prices_table, cli_slurm_table;
+  cli_mig_table, cli_savings_table, cli_prices_table, cli_slurm_table, cli_suspend_table,
+  cli_resume_table;
 
 /* A verb: its table (which names it and gives its one-line summary) and its function. */
 struct cli_verb {

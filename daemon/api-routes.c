@@ -6,7 +6,7 @@
  * into rq->arg. A path may end in one '/' more than its pattern ("/v1/tenants/").
  *
  * What does not live here: the transport (api-http.c) and what each route does (api-node.c,
- * api-tenants.c, api-usage.c). */
+ * api-tenants.c, api-suspend.c, api-usage.c). */
 #include "api.h"
 
 #include <string.h>
@@ -21,6 +21,8 @@ static const struct api_route routes[] = {
   { "PATCH", "/v1/tenants/{}", api_tenant_patch },
   { "DELETE", "/v1/tenants/{}", api_tenant_end },
   { "POST", "/v1/tenants/{}/served", api_tenant_served },
+  { "POST", "/v1/tenants/{}/suspend", api_tenant_suspend },
+  { "POST", "/v1/tenants/{}/resume", api_tenant_resume },
   { "GET", "/v1/usage", api_usage_report },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))

@@ -60,14 +60,38 @@ static json_t *gpus_json(const struct daemon *d, const struct tenant *t)
   return a;
 }
 
+/* The tenant's suspension (docs/suspend.md): its figures, and why the last suspend or resume
+ * failed. */
+static json_t *suspension_json(const struct tenant *t)
+{
+  const struct tenant_suspend *s = &t->sus;
+  uint64_t bytes = 0;
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    bytes += atomic_load(&t->limits->suspended_bytes[g]);
+  double total = s->suspended_s + (s->started_unix > 0 ? daemon_now_unix() - s->started_unix : 0);
+  json_t *j =
+    json_pack("{s:o, s:I, s:I, s:f, s:I}", "suspended_at",
+              s->started_unix > 0 ? api_time_json(s->started_unix) : json_null(), "suspended_bytes",
+              (json_int_t) bytes, "suspensions", (json_int_t) s->suspensions, "suspended_seconds",
+              total, "resumes", (json_int_t) s->resumes);
+  json_object_set_new(j, "last_suspend_seconds",
+                      s->suspensions ? json_real(s->suspend_s) : json_null());
+  json_object_set_new(j, "last_resume_seconds", s->resumes ? json_real(s->resume_s) : json_null());
+  json_object_set_new(j, "resume_waits", json_integer((json_int_t) s->asked.waits));
+  json_object_set_new(j, "resume_wait_seconds", json_real((double) s->asked.wait_ns_total / 1e9));
+  json_object_set_new(j, "error", s->error[0] ? json_string(s->error) : json_null());
+  return j;
+}
+
 static json_t *tenant_base_json(const struct daemon *d, const struct tenant *t)
 {
-  return json_pack("{s:s, s:I, s:s, s:I, s:s, s:o, s:o, s:o, s:o, s:I}", "name", t->name, "uid",
-                   (json_int_t) t->uid, "user", t->user, "pid", (json_int_t) t->owner_pid, "state",
-                   t->exited ? "exited" : "running", "started_at",
-                   api_time_json((double) (t->created_unix_ns / 1000000000ULL)), "labels",
-                   tenant_json_labels(t->labels), "limits", limits_json(t->limits), "gpus",
-                   gpus_json(d, t), "served_requests", (json_int_t) t->served_requests);
+  const char *state = t->exited ? "exited" : gs_run_state_name(atomic_load(&t->limits->run_state));
+  return json_pack(
+    "{s:s, s:I, s:s, s:I, s:s, s:o, s:o, s:o, s:o, s:I, s:o}", "name", t->name, "uid",
+    (json_int_t) t->uid, "user", t->user, "pid", (json_int_t) t->owner_pid, "state", state,
+    "started_at", api_time_json((double) (t->created_unix_ns / 1000000000ULL)), "labels",
+    tenant_json_labels(t->labels), "limits", limits_json(t->limits), "gpus", gpus_json(d, t),
+    "served_requests", (json_int_t) t->served_requests, "suspension", suspension_json(t));
 }
 
 /* T; "mps" only for an MPS client (mps.c). */
@@ -218,9 +242,7 @@ static int vram_patch(const json_t *v, uint64_t *bytes, uint32_t *ppm, struct ap
   return 0;
 }
 
-/* The tenant rq->arg names, or NULL with a 404 in r: someone else's is as missing as one
- * that is not there, so that names do not leak. */
-static struct tenant *named_tenant(struct api_req *rq, struct api_reply *r)
+struct tenant *api_named_tenant(struct api_req *rq, struct api_reply *r)
 {
   struct tenant *t = registry_find(&rq->d->reg, rq->arg);
   if (!t || !access_may_see(&rq->peer, t)) {
@@ -232,7 +254,7 @@ static struct tenant *named_tenant(struct api_req *rq, struct api_reply *r)
 
 int api_tenant_show(struct api_req *rq, struct api_reply *r)
 {
-  struct tenant *t = named_tenant(rq, r);
+  struct tenant *t = api_named_tenant(rq, r);
   return t ? api_ok(r, 200, api_tenant_json(rq->d, t)) : 0;
 }
 
@@ -286,7 +308,7 @@ static bool compute_over_ceiling(const struct tenant *t, const uint32_t *ppm,
 
 int api_tenant_patch(struct api_req *rq, struct api_reply *r)
 {
-  struct tenant *t = named_tenant(rq, r);
+  struct tenant *t = api_named_tenant(rq, r);
   if (!t)
     return 0;
   struct tenant_json_limits c;
@@ -344,7 +366,7 @@ int api_tenant_patch(struct api_req *rq, struct api_reply *r)
 
 int api_tenant_end(struct api_req *rq, struct api_reply *r)
 {
-  struct tenant *t = named_tenant(rq, r);
+  struct tenant *t = api_named_tenant(rq, r);
   if (!t)
     return 0;
   const char *exit_arg = rq->query(rq, "exit");
@@ -366,7 +388,7 @@ int api_tenant_end(struct api_req *rq, struct api_reply *r)
 
 int api_tenant_served(struct api_req *rq, struct api_reply *r)
 {
-  struct tenant *t = named_tenant(rq, r);
+  struct tenant *t = api_named_tenant(rq, r);
   const json_t *n = json_object_get(rq->body, "requests");
   gs_error_t err = NULL;
   if (!t)

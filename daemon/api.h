@@ -52,9 +52,15 @@ api_handler api_tenants_list, api_tenants_register, api_tenant_show, api_tenant_
   api_tenant_end, api_tenant_served;
 /* api-usage.c */
 api_handler api_usage_report;
+/* api-suspend.c: rq->arg names the tenant */
+api_handler api_tenant_suspend, api_tenant_resume;
 
 /* A time as an RFC 3339 string in UTC, "2025-01-31T12:00:00Z". */
 json_t *api_time_json(double unix_s);
+
+/* The tenant rq->arg names, or NULL with a 404 in r: someone else's is as missing as one
+ * that is not there, so that names do not leak. */
+struct tenant *api_named_tenant(struct api_req *rq, struct api_reply *r);
 
 /* The tenant as the API shows it (T in docs/daemon.md). */
 json_t *api_tenant_json(const struct daemon *d, const struct tenant *t);

@@ -40,7 +40,8 @@ static const char *const verify_modes[] = { "on", "off", NULL }; /* enum verify_
 static const char *const violation_actions[] = { "none", "signal", "kill",
                                                  NULL }; /* enum violation_action */
 static const char *const hostname_labels[] = { "Hostname", "hostname",
-                                               NULL }; /* enum hostname_label */
+                                               NULL };                  /* enum hostname_label */
+static const char *const oversubscribe_modes[] = { "off", "on", NULL }; /* enum oversubscribe */
 
 #define OFF(f) offsetof(struct daemon_config, f)
 #define SETTING .flags = GS_OPT_SETTING | GS_OPT_OWNED
@@ -92,6 +93,20 @@ static const struct gs_opt daemon_entries[] = {
     .def = "on", .choices = verify_modes, .env = "GPUSLICE_MPS_EXCLUSIVE",
     .help = "Set each GPU in mps mode to exclusive-process while its control daemon runs (off: leave its compute "
             "mode alone, and processes outside MPS may use it too)." },
+  { .name = "oversubscribe", .arg = "off|on", .kind = GS_OPT_ENUM, .offset = OFF(oversubscribe), SETTING,
+    .def = "off", .choices = oversubscribe_modes, .env = "GPUSLICE_OVERSUBSCRIBE",
+    .help = "Whether a suspended tenant's GPU memory may be lent to others (on); off keeps it the tenant's, "
+            "held by the daemon, so that its resume never waits." },
+  { .name = "resume-timeout", .arg = "SECONDS", .kind = GS_OPT_DOUBLE, .offset = OFF(resume_timeout), SETTING,
+    .def = "30", .min = 0.1, .max = 3600, .env = "GPUSLICE_RESUME_TIMEOUT",
+    .want = "a number of seconds from 0.1 to 3600",
+    .help = "How long a resume waits for its memory to be free again (oversubscribe on) before it fails "
+            "and the tenant stays suspended." },
+  { .name = "lock-timeout", .arg = "SECONDS", .kind = GS_OPT_DOUBLE, .offset = OFF(lock_timeout), SETTING,
+    .def = "10", .min = 0.001, .max = 600, .env = "GPUSLICE_LOCK_TIMEOUT",
+    .want = "a number of seconds from 0.001 to 600",
+    .help = "How long a suspend waits for the tenant's submitted GPU work before it gives up and the tenant "
+            "keeps running (gpuslice suspend --lock-timeout overrides it)." },
   { .name = "admin-group", .arg = "GROUP", .kind = GS_OPT_STRING, .offset = OFF(admin_group), SETTING,
     .def = "gpuslice", .help = "Members of this group see and change every tenant, as root does." },
   { .name = "log-level", .arg = "LEVEL", .kind = GS_OPT_STRING, .offset = OFF(log_level), SETTING, .def = "info",

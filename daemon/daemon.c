@@ -24,6 +24,9 @@
 #include <gpuslice/daemon-paths.h>
 #include <gpuslice/fs.h>
 
+#include "gpu-cuda.h"
+#include "suspend.h"
+
 static double now_clock(clockid_t id)
 {
   struct timespec ts;
@@ -107,6 +110,8 @@ static int start(struct daemon *d, gs_error_t *err)
       usage_db_open(d->cfg.ledger, &d->db, err) < 0)
     return -1;
   registry_init(&d->reg, d->cfg.state_dir, d->cfg.admin_group);
+  if (suspend_watch_open(d) < 0)
+    return gs_make_error(err, errno, "the suspend watcher's timer");
   check_socket_dir(&d->cfg);
   sampler_gpus(d);
   if (sharing_parse(d->cfg.sharing, &d->sharing, err) < 0 ||
@@ -133,6 +138,10 @@ static void stop(struct daemon *d)
   api_http_stop(d);
   /* The limits files stay: the tenants keep their limits until a daemon adopts them again. */
   registry_release(&d->reg);
+  /* Suspended tenants stay so: a daemon started again adopts them (suspend_adopted). */
+  suspend_watch_close(d);
+  cuda_close(d->cuda);
+  d->cuda = NULL;
   usage_db_close(d->db);
   sampler_release(d);
   mps_stop(d);
@@ -185,13 +194,14 @@ static int mhd_timeout(struct daemon *d)
 
 static void loop(struct daemon *d, int sfd, int tfd)
 {
-  struct pollfd p[4] = { { .fd = sfd, .events = POLLIN },
+  struct pollfd p[5] = { { .fd = sfd, .events = POLLIN },
                          { .fd = tfd, .events = POLLIN },
                          { .fd = epoll_fd(d->api), .events = POLLIN },
-                         { .fd = epoll_fd(d->metrics), .events = POLLIN } };
+                         { .fd = epoll_fd(d->metrics), .events = POLLIN },
+                         { .fd = d->suspend_tfd, .events = POLLIN } };
   uint64_t ticks;
   for (;;) {
-    if (poll(p, 4, mhd_timeout(d)) < 0 && errno != EINTR)
+    if (poll(p, 5, mhd_timeout(d)) < 0 && errno != EINTR)
       return;
     if (p[0].revents & POLLIN)
       return;
@@ -201,6 +211,8 @@ static void loop(struct daemon *d, int sfd, int tfd)
       sampler_run(d);
       mps_check(d);
     }
+    if (p[4].revents & POLLIN)
+      suspend_watch_tick(d);
     if (d->api)
       MHD_run(d->api);
     if (d->metrics)
@@ -252,6 +264,7 @@ int gs_daemon_main(int argc, char **argv)
   gs_error_t err = NULL;
   memset(&d, 0, sizeof(d));
   d.state_lock = -1;
+  d.suspend_tfd = -1;
   int r = daemon_config_load(&d.cfg, argc, argv);
   if (r >= 0) {
     daemon_config_release(&d.cfg);

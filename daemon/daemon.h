@@ -20,7 +20,10 @@
  *   api-tenants.c, api-node.c, api-usage.c   the handlers
  *   metrics-http.c  GET /metrics and GET /health on TCP
  *   state-dir.c     the lock that keeps one daemon per state dir; making it again when removed
- *   registry-restore.c  the tenants' limits files and ledgers in a state dir made again */
+ *   registry-restore.c  the tenants' limits files and ledgers in a state dir made again
+ *   gpu-cuda.c      the CUDA driver, loaded at the first suspend: the checkpoint API
+ *   suspend.c, resume.c, suspend-watch.c, suspend-rules.c   suspending tenants and resuming
+ *                   them (suspend.h) */
 #ifndef GS_DAEMON_H
 #define GS_DAEMON_H
 
@@ -60,14 +63,19 @@ struct daemon_config {
   char *counters; /* a dcgm-exporter counters file, or "builtin" */
   char *log_level;
   bool foreground;
-  bool print_config;    /* --print-config: print the sample config and exit */
-  int verify;           /* enum verify_mode: check NVML's accounting against the limits */
-  int violation_action; /* enum violation_action */
-  int hostname_label;   /* enum hostname_label */
-  char *sharing;        /* the sharing setting's text (sharing.c) */
-  char *mps_control;    /* the MPS control program (mps.c) */
-  int mps_exclusive;    /* enum verify_mode's on/off: set exclusive-process (mps.c) */
+  bool print_config;     /* --print-config: print the sample config and exit */
+  int verify;            /* enum verify_mode: check NVML's accounting against the limits */
+  int violation_action;  /* enum violation_action */
+  int hostname_label;    /* enum hostname_label */
+  char *sharing;         /* the sharing setting's text (sharing.c) */
+  char *mps_control;     /* the MPS control program (mps.c) */
+  int mps_exclusive;     /* enum verify_mode's on/off: set exclusive-process (mps.c) */
+  int oversubscribe;     /* enum oversubscribe: lend a suspended tenant's memory to others */
+  double resume_timeout; /* seconds a resume waits for room */
+  double lock_timeout;   /* seconds a suspend waits for the tenant's submitted work */
 };
+
+enum oversubscribe { OVERSUBSCRIBE_OFF, OVERSUBSCRIBE_ON };
 
 enum verify_mode { VERIFY_ON, VERIFY_OFF };
 /* What the daemon does to the offending processes of a violation, at every interval it lasts. */
@@ -145,6 +153,10 @@ const char *nvml_driver_version(const struct nvml *n);
 /* Fills g with the GPU's identity and current readings. A reading the device does not
  * support is left 0. Returns 0, or -1 with err. */
 int nvml_sample(struct nvml *n, int index, struct gs_snap_gpu *g, gs_error_t *err);
+/* The GPU's free memory, as NVML says (memory info v2 where the driver has it): 0, or -1. */
+int nvml_memory_free(struct nvml *n, int index, uint64_t *free_);
+/* True when the GPU is in MIG mode (where the driver can say). */
+bool nvml_mig_enabled(struct nvml *n, int index);
 /* The number of compute processes on the GPU, or -1 when unknown. */
 int nvml_process_count(struct nvml *n, int index);
 /* GPU index's CUDA compute capability, "9.0"; "" when the driver does not say. Read at open. */
@@ -205,6 +217,23 @@ struct tenant_gpu {
   uint64_t vram_violations, compute_violations;
 };
 
+/* A tenant's suspension as the daemon keeps it (suspend.c, resume.c); its state is the limits
+ * file's run_state, which the tenant's processes read. */
+struct tenant_suspend {
+  uint64_t hold[GS_LEDGER_MAX_GPUS]; /* the daemon's allocation keeping its memory; 0: none */
+  uint64_t requests_seen;            /* the ledger's resume requests acted on so far */
+  double asked_mono, deadline_mono;  /* a resume asked for and not done: when, until when */
+  char asked_by[8];                  /* "api", "demand", "restart" */
+  double started_unix;               /* when the current suspension began */
+  uint64_t suspensions, resumes;
+  double suspended_s;         /* ended suspensions' time, summed */
+  double suspend_s, resume_s; /* how long the last suspend took; the last resume, from asked */
+  char error[384];            /* why the last suspend or resume failed; "" when it did not */
+  int64_t db_row;             /* its row in the usage ledger's suspensions; 0: none open */
+  struct gs_ledger_resume_copy asked; /* the ledger's resume block, as last sampled */
+  bool known; /* the daemon suspended it, or looked at how an earlier daemon left it */
+};
+
 struct tenant {
   char name[GS_LEDGER_NAME_MAX];
   uid_t uid;
@@ -233,6 +262,7 @@ struct tenant {
   struct watched_proc *procs;
   int nprocs, procs_cap;
   struct tenant_gpu gpu[GS_LEDGER_MAX_GPUS];
+  struct tenant_suspend sus;
 };
 
 struct registry {
@@ -361,6 +391,9 @@ struct usage_violation {
 };
 int usage_db_violation(struct usage_db *db, const struct tenant *t, const struct usage_violation *v,
                        gs_error_t *err);
+/* A suspension of t begins (t->sus.db_row gets its row) and ends: rows of the suspensions table. */
+int usage_db_suspended(struct usage_db *db, struct tenant *t, uint64_t bytes, gs_error_t *err);
+int usage_db_resumed(struct usage_db *db, struct tenant *t, const char *by, gs_error_t *err);
 /* Marks ended every tenant row left open by an earlier run that is not in the registry. */
 int usage_db_close_orphans(struct usage_db *db, const struct registry *r, gs_error_t *err);
 /* Writes the tenant's labels again, after an admin changed them (PATCH). */
@@ -431,6 +464,9 @@ struct daemon {
   bool vutil_fresh[GS_LEDGER_MAX_GPUS]; /* NVML's utilization was read for that GPU this sample */
   double gpu_time_mono;                 /* when device time was last counted */
   uint64_t verify_ns_total;             /* time the verifier took, all in all */
+  struct cuda *cuda;  /* the CUDA driver, loaded at the first suspend (gpu-cuda.c) */
+  int suspend_tfd;    /* the watcher's timer (suspend-watch.c), -1 before */
+  bool suspend_armed; /* ... armed: some tenant is suspended or resuming */
 };
 
 double daemon_now_unix(void);

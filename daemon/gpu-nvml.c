@@ -75,6 +75,7 @@ static const struct sym {
   { offsetof(struct nvml_fns, gpm_get), "nvmlGpmSampleGet" },
   { offsetof(struct nvml_fns, gpm_metrics), "nvmlGpmMetricsGet" },
   { offsetof(struct nvml_fns, cuda_cc), "nvmlDeviceGetCudaComputeCapability" },
+  { offsetof(struct nvml_fns, mig_mode), "nvmlDeviceGetMigMode" },
 };
 _Static_assert(sizeof(syms) / sizeof(syms[0]) == sizeof(struct nvml_fns) / sizeof(void (*)(void)),
                "one symbol per table entry");
@@ -280,6 +281,30 @@ static nvmlReturn_t procs_call(struct nvml *n, nvmlDevice_t dev, unsigned *count
   for (unsigned i = 0; r == NVML_SUCCESS && i < *count; i++)
     infos[i] = (nvmlProcessInfo_v2_t){ .pid = v1[i].pid, .usedGpuMemory = v1[i].usedGpuMemory };
   return r;
+}
+
+int nvml_memory_free(struct nvml *n, int index, uint64_t *free_)
+{
+  nvmlMemory_v2_t m2 = { .version = nvmlMemory_v2 };
+  nvmlMemory_t m;
+  if (index < 0 || (unsigned) index >= n->count)
+    return -1;
+  if (n->fn.memory_v2 && n->fn.memory_v2(n->dev[index], &m2) == NVML_SUCCESS) {
+    *free_ = m2.free;
+    return 0;
+  }
+  if (n->fn.memory(n->dev[index], &m) != NVML_SUCCESS)
+    return -1;
+  *free_ = m.free;
+  return 0;
+}
+
+bool nvml_mig_enabled(struct nvml *n, int index)
+{
+  unsigned current = NVML_DEVICE_MIG_DISABLE, pending = NVML_DEVICE_MIG_DISABLE;
+  return index >= 0 && (unsigned) index < n->count && n->fn.mig_mode &&
+    n->fn.mig_mode(n->dev[index], &current, &pending) == NVML_SUCCESS &&
+    current == NVML_DEVICE_MIG_ENABLE;
 }
 
 int nvml_processes(struct nvml *n, int index, struct verify_proc *out, int cap)

@@ -56,6 +56,8 @@ struct nvml_fns {
   nvmlReturn_t (*gpm_metrics)(nvmlGpmMetricsGet_t *);
   /* optional: what a GPU is, read once when the daemon starts */
   nvmlReturn_t (*cuda_cc)(nvmlDevice_t, int *, int *);
+  /* optional: MIG mode, which a suspend refuses (suspend.c) */
+  nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned int *, unsigned int *);
 };
 
 /* The GPM metrics read each interval, in the order of struct gs_snap_gpu's prof_* fields. */

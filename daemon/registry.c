@@ -194,6 +194,7 @@ struct tenant *registry_add(struct registry *r, const struct tenant_request *req
     tenant_free(t);
     return NULL;
   }
+  t->sus.known = true; /* registered now: no earlier daemon left it suspended */
   append(r, t);
   *status = 201;
   return t;
@@ -243,7 +244,8 @@ static void upgrade_limits_file(struct registry *r, const char *name)
     gs_error_release(&err);
   } else if (rc > 0) {
     GS_LOG(GS_LOG_INFO,
-           "tenant '%s': limits file upgraded to version %d, its compute limits now a ceiling",
+           "tenant '%s': limits file upgraded in place to version %d (from version 2, its "
+           "compute limits become a ceiling)",
            name, GS_LIMITS_VERSION);
   }
 }
@@ -479,6 +481,7 @@ static bool tenant_sample(struct tenant *t)
     tg->throttled_ns = l.gpu[g].throttled_ns;
     tg->share_ppm = l.gpu[g].share_ppm;
   }
+  t->sus.asked = l.resume;
   t->sampled = true;
   return true;
 }

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "suspend.h"
+
 static bool touched(const struct tenant *t, int g)
 {
   const struct tenant_gpu *tg = &t->gpu[g];
@@ -48,6 +50,22 @@ static void snap_label(const char *key, const char *value, void *data)
   snprintf(l->value, sizeof(l->value), "%s", value);
 }
 
+static void snap_suspension(struct gs_snap_tenant *row, const struct tenant *t, int g)
+{
+  const struct tenant_suspend *s = &t->sus;
+  row->run_state = (int) suspend_state(t);
+  row->suspensions = s->suspensions;
+  row->suspended_bytes =
+    row->run_state == GS_RUN_RUNNING ? 0 : atomic_load(&t->limits->suspended_bytes[g]);
+  row->suspended_seconds = s->suspended_s;
+  if (s->started_unix > 0)
+    row->suspended_seconds += daemon_now_unix() - s->started_unix;
+  row->resumes = s->resumes;
+  row->resume_seconds = s->resume_s;
+  row->resume_waits = s->asked.waits;
+  row->resume_wait_seconds = (double) s->asked.wait_ns_total / 1e9;
+}
+
 static void snap_row(struct gs_snap_tenant *row, const struct tenant *t, int g)
 {
   const struct tenant_gpu *tg = &t->gpu[g];
@@ -71,6 +89,7 @@ static void snap_row(struct gs_snap_tenant *row, const struct tenant *t, int g)
   row->compute_over = tg->compute_over_ppm / 1e6;
   row->vram_violations = tg->vram_violations;
   row->compute_violations = tg->compute_violations;
+  snap_suspension(row, t, g);
 }
 
 static void snap_tenants(struct daemon *d)
@@ -130,6 +149,10 @@ void sampler_adopt(struct daemon *d)
     GS_LOG(GS_LOG_ERROR, "tenant '%s': %s", d->reg.v[i]->name, err->msg);
     gs_error_release(&err);
   }
+  /* A tenant an earlier daemon left suspended stays so, and is watched. */
+  for (int i = 0; i < d->reg.n; i++)
+    if (!d->reg.v[i]->sus.known)
+      suspend_adopted(d, d->reg.v[i]);
 }
 
 void sampler_end_tenant(struct daemon *d, struct tenant *t, int exit_status)
@@ -143,6 +166,7 @@ void sampler_end_tenant(struct daemon *d, struct tenant *t, int exit_status)
     gs_error_release(&err);
   }
   GS_LOG(GS_LOG_INFO, "tenant '%s' ended", t->name);
+  suspend_forget(d, t);
   registry_remove(&d->reg, t);
   d->reg_changed = true;
 }

@@ -1,22 +1,25 @@
 /* The usage report (GET /v1/usage, `gpuslice usage`): the usage database's intervals in a time
  * range, summed per tenant and then per group: the tenant's name, its user, or one of its
  * labels. Each row also sums the GPU-seconds its tenants held (allocated), for cost
- * attribution. Intervals are counted whole when they overlap the range (they are one sampling
- * interval long). A tenant's wall time counts each interval once, however many GPUs it used. */
+ * attribution, and the time its tenants spent suspended within the range. Intervals are
+ * counted whole when they overlap the range (they are one sampling interval long). A tenant's
+ * wall time counts each interval once, however many GPUs it used. */
 #include "daemon.h"
 
 #include <sqlite3.h>
 #include <string.h>
 
 static const char usage_sql[] =
-  "SELECT key, COUNT(*), SUM(gs), SUM(vbs), SUM(wall), SUM(served), SUM(alloc) FROM ("
+  "SELECT key, COUNT(*), SUM(gs), SUM(vbs), SUM(wall), SUM(served), SUM(alloc), SUM(susp) FROM ("
   "  SELECT CASE ?4 WHEN 'tenant' THEN t.name WHEN 'user' THEN t.user"
   "         ELSE COALESCE((SELECT value FROM tenant_labels WHERE tenant_id = t.id AND key = ?5), "
   "'') END AS key,"
   "    SUM(i.gpu_seconds) AS gs, SUM(i.vram_byte_seconds) AS vbs, MAX(t.served_requests) AS served,"
   "    SUM(i.allocated_gpu_seconds) AS alloc,"
   "    (SELECT SUM(e - s) FROM (SELECT DISTINCT start_at AS s, end_at AS e FROM intervals"
-  "       WHERE tenant_id = t.id AND end_at > ?1 AND start_at < ?2)) AS wall"
+  "       WHERE tenant_id = t.id AND end_at > ?1 AND start_at < ?2)) AS wall,"
+  "    (SELECT SUM(MIN(COALESCE(resumed_at, ?2), ?2) - MAX(suspended_at, ?1)) FROM suspensions"
+  "       WHERE tenant_id = t.id AND COALESCE(resumed_at, ?2) > ?1 AND suspended_at < ?2) AS susp"
   "  FROM tenants t JOIN intervals i ON i.tenant_id = t.id"
   "  WHERE i.end_at > ?1 AND i.start_at < ?2 AND (?3 < 0 OR t.uid = ?3)"
   "  GROUP BY t.id)"
@@ -26,12 +29,12 @@ static json_t *row_json(sqlite3_stmt *st)
 {
   double vbs = sqlite3_column_double(st, 3);
   return json_pack(
-    "{s:s, s:I, s:f, s:f, s:f, s:f, s:I, s:f}", "key", (const char *) sqlite3_column_text(st, 0),
-    "tenants", (json_int_t) sqlite3_column_int64(st, 1), "gpu_seconds",
-    sqlite3_column_double(st, 2), "vram_byte_seconds", vbs, "vram_gib_hours",
+    "{s:s, s:I, s:f, s:f, s:f, s:f, s:I, s:f, s:f}", "key",
+    (const char *) sqlite3_column_text(st, 0), "tenants", (json_int_t) sqlite3_column_int64(st, 1),
+    "gpu_seconds", sqlite3_column_double(st, 2), "vram_byte_seconds", vbs, "vram_gib_hours",
     vbs / (1024.0 * 1024.0 * 1024.0) / 3600.0, "wall_seconds", sqlite3_column_double(st, 4),
     "served_requests", (json_int_t) sqlite3_column_int64(st, 5), "allocated_gpu_seconds",
-    sqlite3_column_double(st, 6));
+    sqlite3_column_double(st, 6), "suspended_seconds", sqlite3_column_double(st, 7));
 }
 
 json_t *usage_db_usage(struct usage_db *db, const char *by, double since, double until, uid_t uid,

@@ -66,6 +66,16 @@ static const struct migration migrations[] = {
     "  action TEXT NOT NULL,"
     "  pids TEXT NOT NULL);"
     "CREATE INDEX violations_by_tenant ON violations(tenant_id, at);" },
+  { 5, "suspensions of tenants: when, how much memory, how long the suspend and the resume took",
+    "CREATE TABLE suspensions ("
+    "  tenant_id INTEGER NOT NULL REFERENCES tenants(id),"
+    "  suspended_at REAL NOT NULL,"
+    "  bytes INTEGER NOT NULL,"
+    "  suspend_seconds REAL NOT NULL,"
+    "  resumed_at REAL,"
+    "  resumed_by TEXT,"
+    "  resume_seconds REAL);"
+    "CREATE INDEX suspensions_by_tenant ON suspensions(tenant_id, suspended_at);" },
 };
 #define SCHEMA_VERSION ((int) (sizeof(migrations) / sizeof(migrations[0])))
 

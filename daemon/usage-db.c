@@ -377,6 +377,36 @@ int usage_db_violation(struct usage_db *db, const struct tenant *t, const struct
     "iisdiiiss", vals, err);
 }
 
+int usage_db_suspended(struct usage_db *db, struct tenant *t, uint64_t bytes, gs_error_t *err)
+{
+  int64_t b = (int64_t) bytes;
+  double at = t->sus.started_unix, took = t->sus.suspend_s;
+  const void *vals[] = { &t->db_id, &at, &b, &took };
+  if (!t->db_id)
+    return 0;
+  if (exec_bound(db,
+                 "INSERT INTO suspensions(tenant_id, suspended_at, bytes, suspend_seconds) "
+                 "VALUES (?, ?, ?, ?)",
+                 "idid", vals, err) < 0)
+    return -1;
+  t->sus.db_row = sqlite3_last_insert_rowid(db->db);
+  return 0;
+}
+
+int usage_db_resumed(struct usage_db *db, struct tenant *t, const char *by, gs_error_t *err)
+{
+  double at = daemon_now_unix(), took = t->sus.resume_s;
+  const void *vals[] = { &at, by, &took, &t->sus.db_row };
+  if (!t->sus.db_row)
+    return 0;
+  int rc = exec_bound(db,
+                      "UPDATE suspensions SET resumed_at = ?, resumed_by = ?, resume_seconds = ? "
+                      "WHERE rowid = ?",
+                      "dtdi", vals, err);
+  t->sus.db_row = 0;
+  return rc;
+}
+
 static bool registered(const struct registry *r, int64_t id)
 {
   for (int i = 0; i < r->n; i++)

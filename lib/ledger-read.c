@@ -41,6 +41,19 @@ int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err)
   return fd;
 }
 
+/* A version-2 ledger: the same head and slots, without struct gs_ledger_resume at the end. */
+static const struct gs__shm_layout ledger_v2 = {
+  "tenant ledger",
+  GS_LEDGER_MAGIC,
+  2,
+  GS_LEDGER_V2_SIZE,
+};
+
+static bool is_v2(const struct gs__shm_header *h)
+{
+  return h->version == ledger_v2.version && h->size == ledger_v2.size;
+}
+
 static int read_head(int fd, const char *what, uid_t uid, union ledger_head *h, uid_t *owner,
                      gs_error_t *err)
 {
@@ -57,7 +70,7 @@ static int read_head(int fd, const char *what, uid_t uid, union ledger_head *h, 
   if ((size_t) n != HEAD_BYTES)
     return gs_make_error(err, 0, "'%s' is too short for a tenant ledger", what);
   *owner = st.st_uid;
-  return gs__shm_check(&h->header, &gs__ledger_shm, what, err);
+  return gs__shm_check(&h->header, is_v2(&h->header) ? &ledger_v2 : &gs__ledger_shm, what, err);
 }
 
 static void copy_gpu(struct gs_ledger_copy_gpu *c, const union ledger_head *h, int g)
@@ -99,6 +112,23 @@ int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy
     return -1;
   copy_head(out, &h);
   out->owner_uid = owner;
+  out->version = h.header.version;
+  memset(&out->resume, 0, sizeof(out->resume));
+  if (!is_v2(&h.header) && gs_ledger_read_resume(fd, &out->resume) < 0)
+    return gs_make_error(err, 0, "'%s' is too short for a tenant ledger", what);
+  return 0;
+}
+
+int gs_ledger_read_resume(int fd, struct gs_ledger_resume_copy *out)
+{
+  uint64_t w[4];
+  _Static_assert(sizeof(w) == sizeof(struct gs_ledger_resume), "four counters");
+  if (pread(fd, w, sizeof(w), (off_t) offsetof(struct gs_ledger, resume)) != (ssize_t) sizeof(w))
+    return -1;
+  out->requests = w[0];
+  out->waits = w[1];
+  out->wait_ns_total = w[2];
+  out->last_wait_ns = w[3];
   return 0;
 }
 

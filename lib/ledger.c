@@ -286,6 +286,23 @@ static inline const struct gs_limits *authority_for(const struct gs_ledger *l)
   return a && authority_of == l ? a : NULL;
 }
 
+const struct gs_limits *gs_ledger_authority(const struct gs_ledger *l)
+{
+  return authority_for(l);
+}
+
+void gs_ledger_resume_ask(struct gs_ledger *l)
+{
+  atomic_fetch_add(&l->resume.requests, 1);
+}
+
+void gs_ledger_resume_waited(struct gs_ledger *l, uint64_t ns)
+{
+  atomic_fetch_add(&l->resume.wait_ns_total, ns);
+  atomic_store(&l->resume.last_wait_ns, ns);
+  atomic_fetch_add(&l->resume.waits, 1); /* last: a reader that sees the count sees its time */
+}
+
 uint32_t gs_ledger_compute_limit_ppm(const struct gs_ledger *l)
 {
   const struct gs_limits *a = authority_for(l);

@@ -6,11 +6,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -161,23 +164,31 @@ int gs_limits_create(const char *dir, const struct gs_limits *init, gid_t gid,
   return gs_limits_open(dir, init->name, true, out, err);
 }
 
-/* Writes the version-3 tail, then the header that makes it a version-3 file: a reader that
- * sees the new version sees the tail. */
-static int upgrade_fd(int fd, const struct gs_limits *old)
+/* Writes the tail the file of `size` bytes lacks, then the header that makes it a file of
+ * this version: a reader that sees the new version sees the tail. Each version only added
+ * fields at the end, zero meaning what an older file meant; version 2 also needs its compute
+ * ceiling. */
+static int upgrade_fd(int fd, const struct gs_limits *old, size_t size)
 {
   struct gs_limits lim;
-  memcpy(&lim, old, GS_LIMITS_V2_SIZE);
-  memset((char *) &lim + GS_LIMITS_V2_SIZE, 0, sizeof(lim) - GS_LIMITS_V2_SIZE);
-  gs_limits_set_compute_ceiling(&lim);
-  size_t tail = sizeof(lim) - GS_LIMITS_V2_SIZE;
+  memcpy(&lim, old, size);
+  memset((char *) &lim + size, 0, sizeof(lim) - size);
+  if (size == GS_LIMITS_V2_SIZE)
+    gs_limits_set_compute_ceiling(&lim);
+  size_t tail = sizeof(lim) - size;
   uint32_t header[2] = { GS_LIMITS_VERSION, (uint32_t) sizeof(lim) };
-  if (pwrite(fd, (char *) &lim + GS_LIMITS_V2_SIZE, tail, GS_LIMITS_V2_SIZE) != (ssize_t) tail ||
-      fsync(fd) < 0)
+  if (pwrite(fd, (char *) &lim + size, tail, (off_t) size) != (ssize_t) tail || fsync(fd) < 0)
     return -1;
   return pwrite(fd, header, sizeof(header), offsetof(struct gs_limits, version)) ==
       (ssize_t) sizeof(header)
     ? 0
     : -1;
+}
+
+/* The size of an older version this one extends in place, or 0. */
+static size_t older_size(uint32_t version)
+{
+  return version == 2 ? GS_LIMITS_V2_SIZE : version == 3 ? GS_LIMITS_V3_SIZE : 0;
 }
 
 int gs_limits_upgrade(const char *dir, const char *name, gs_error_t *err)
@@ -190,15 +201,18 @@ int gs_limits_upgrade(const char *dir, const char *name, gs_error_t *err)
   int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0)
     return 0;
-  bool v2 = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-    !(st.st_mode & (S_IWGRP | S_IWOTH)) && st.st_size == GS_LIMITS_V2_SIZE &&
-    pread(fd, &old, GS_LIMITS_V2_SIZE, 0) == GS_LIMITS_V2_SIZE && old.magic == GS_LIMITS_MAGIC &&
-    old.version == 2 && old.size == GS_LIMITS_V2_SIZE;
-  int rc = v2 ? upgrade_fd(fd, &old) : 0;
+  size_t size = 0;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+      !(st.st_mode & (S_IWGRP | S_IWOTH)) && pread(fd, &old, 16, 0) == 16 &&
+      old.magic == GS_LIMITS_MAGIC)
+    size = older_size(old.version);
+  bool older = size && (size_t) st.st_size == size && old.size == size &&
+    pread(fd, &old, size, 0) == (ssize_t) size;
+  int rc = older ? upgrade_fd(fd, &old, size) : 0;
   if (rc < 0)
     gs_make_error(err, errno, "upgrade limits file '%s' to version %d", path, GS_LIMITS_VERSION);
   close(fd);
-  return rc < 0 ? -1 : v2;
+  return rc < 0 ? -1 : older;
 }
 
 int gs_limits_remove(const char *dir, const char *name, gs_error_t *err)
@@ -309,6 +323,31 @@ void gs_limits_changed(struct gs_limits *lim)
   atomic_fetch_add(&lim->generation, 1);
 }
 
+void gs_limits_set_run_state(struct gs_limits *lim, uint32_t state)
+{
+  atomic_store(&lim->run_state, state);
+  gs_limits_changed(lim);
+  syscall(SYS_futex, (uintptr_t) &lim->run_state, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void gs_limits_wait_run_state(const struct gs_limits *lim, uint32_t seen, uint64_t timeout_ns)
+{
+  struct timespec ts = { (time_t) (timeout_ns / 1000000000ULL),
+                         (long) (timeout_ns % 1000000000ULL) };
+  syscall(SYS_futex, (uintptr_t) &lim->run_state, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+const char *gs_run_state_name(uint32_t state)
+{
+  switch (state) {
+  case GS_RUN_RUNNING: return "running";
+  case GS_RUN_SUSPENDING: return "suspending";
+  case GS_RUN_SUSPENDED: return "suspended";
+  case GS_RUN_RESUMING: return "resuming";
+  default: return "unknown";
+  }
+}
+
 void gs_limits_mirror(struct gs_limits *dst, const struct gs_limits *src)
 {
   for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
@@ -319,7 +358,9 @@ void gs_limits_mirror(struct gs_limits *dst, const struct gs_limits *src)
   atomic_store(&dst->compute.policy, atomic_load(&src->compute.policy));
   atomic_store(&dst->compute.priority, atomic_load(&src->compute.priority));
   atomic_store(&dst->compute.slice_ms, atomic_load(&src->compute.slice_ms));
-  gs_limits_changed(dst);
+  dst->resume_wait_ms = src->resume_wait_ms;
+  atomic_store(&dst->resume_failures, atomic_load(&src->resume_failures));
+  gs_limits_set_run_state(dst, atomic_load(&src->run_state));
 }
 
 bool gs_limits_match(const struct gs_limits *lim, const struct gs_ledger *l, uid_t uid)

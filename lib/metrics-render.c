@@ -9,6 +9,7 @@
  * snprintf, and renders each row's label set once for all the series that share it.
  * libc only: it is part of the core library. */
 #include <gpuslice/error.h>
+#include <gpuslice/limits.h>
 #include <gpuslice/metrics.h>
 
 #include <errno.h>
@@ -464,6 +465,13 @@ enum tenant_field {
   TF_VIOL_COMPUTE,
   TF_VIOL_VRAM_N,
   TF_VIOL_COMPUTE_N,
+  TF_SUSPENDED,
+  TF_SUSPENDED_BYTES,
+  TF_SUSPENDED_S,
+  TF_RESUMES,
+  TF_RESUME_S,
+  TF_RESUME_WAITS,
+  TF_RESUME_WAIT_S,
 };
 
 static const struct {
@@ -493,7 +501,42 @@ static const struct {
     "Device memory violations the daemon found on this GPU, one per start of an excess." },
   { TF_VIOL_COMPUTE_N, "gpuslice_tenant_compute_violations_total", "counter",
     "Compute violations the daemon found on this GPU, one per start of an excess." },
+  /* Suspension (docs/suspend.md): only for tenants suspended at least once. */
+  { TF_SUSPENDED, "gpuslice_tenant_suspended", "gauge",
+    "1 while the tenant is suspended (its device memory in host memory, or coming back), else 0." },
+  { TF_SUSPENDED_BYTES, "gpuslice_tenant_suspended_bytes", "gauge",
+    "Device memory the tenant's suspension moved off this GPU, in bytes (0 while it runs)." },
+  { TF_SUSPENDED_S, "gpuslice_tenant_suspended_seconds_total", "counter",
+    "Time the tenant has spent suspended, in seconds." },
+  { TF_RESUMES, "gpuslice_tenant_resumes_total", "counter", "Times the tenant was resumed." },
+  { TF_RESUME_S, "gpuslice_tenant_resume_seconds", "gauge",
+    "The tenant's last resume, from asked for to running again, in seconds." },
+  { TF_RESUME_WAITS, "gpuslice_tenant_resume_waits_total", "counter",
+    "Calls of the tenant's processes that waited for it to be resumed." },
+  { TF_RESUME_WAIT_S, "gpuslice_tenant_resume_wait_seconds_total", "counter",
+    "Time those calls waited, summed, in seconds." },
 };
+
+/* The suspension series: left out for a tenant never suspended, and the last resume's
+ * latency until there is one. */
+static bool suspension_value(struct mbuf *b, const struct gs_snap_tenant *t, enum tenant_field f)
+{
+  if (!t->suspensions || (f == TF_RESUME_S && !t->resumes))
+    return false;
+  switch (f) {
+  case TF_SUSPENDED:
+    mbuf_u64(b, t->run_state == GS_RUN_SUSPENDED || t->run_state == GS_RUN_RESUMING);
+    break;
+  case TF_SUSPENDED_BYTES: mbuf_u64(b, t->suspended_bytes); break;
+  case TF_SUSPENDED_S: mbuf_double(b, t->suspended_seconds); break;
+  case TF_RESUMES: mbuf_u64(b, t->resumes); break;
+  case TF_RESUME_S: mbuf_double(b, t->resume_seconds); break;
+  case TF_RESUME_WAITS: mbuf_u64(b, t->resume_waits); break;
+  case TF_RESUME_WAIT_S: mbuf_double(b, t->resume_wait_seconds); break;
+  default: return false;
+  }
+  return true;
+}
 
 /* Writes the value of field f for t, or returns false when the row is left out. */
 static bool tenant_value(struct mbuf *b, const struct gs_snap_tenant *t, enum tenant_field f)
@@ -517,6 +560,7 @@ static bool tenant_value(struct mbuf *b, const struct gs_snap_tenant *t, enum te
   case TF_VIOL_COMPUTE: mbuf_double(b, t->compute_over); break;
   case TF_VIOL_VRAM_N: mbuf_u64(b, t->vram_violations); break;
   case TF_VIOL_COMPUTE_N: mbuf_u64(b, t->compute_violations); break;
+  default: return suspension_value(b, t, f);
   }
   return true;
 }
@@ -553,12 +597,24 @@ static void render_tenant_series(struct mbuf *b, const struct gs_snapshot *s, co
   }
 }
 
+/* The suspension series are left out whole, family included, while no tenant was ever
+ * suspended: most nodes never suspend one, and their scrape stays as it was. */
+static bool any_suspended(const struct gs_snapshot *s)
+{
+  for (int i = 0; i < s->ntenants; i++)
+    if (s->tenants[i].suspensions)
+      return true;
+  return false;
+}
+
 static void render_tenants(struct mbuf *b, const struct gs_snapshot *s, const struct mbuf *sc,
                            const struct labelset *ls)
 {
+  bool suspensions = any_suspended(s);
   for (size_t k = 0; k < sizeof(tenant_series) / sizeof(tenant_series[0]); k++)
-    render_tenant_series(b, s, sc, ls, tenant_series[k].field, tenant_series[k].name,
-                         tenant_series[k].type, tenant_series[k].help);
+    if (tenant_series[k].field < TF_SUSPENDED || suspensions)
+      render_tenant_series(b, s, sc, ls, tenant_series[k].field, tenant_series[k].name,
+                           tenant_series[k].type, tenant_series[k].help);
   for (size_t k = 0; k < sizeof(deprecated_series) / sizeof(deprecated_series[0]); k++)
     render_tenant_series(b, s, sc, ls, deprecated_series[k].field, deprecated_series[k].name,
                          "gauge", deprecated_series[k].help);

@@ -9,6 +9,7 @@
  * reserve's charge to the new allocation (alloc_from_reserve). */
 #include "hooks.h"
 #include "pool-reserve.h"
+#include "resume-wait.h"
 
 typedef CUresult (*free_async_fn)(CUdeviceptr, CUstream);
 
@@ -123,6 +124,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream, free_async_fn call
 
 GS_HOOK CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
+  GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemAllocAsync);
   if (!dptr || bytesize == 0)
     return gs__cuda.cuMemAllocAsync(dptr, bytesize, hStream);
@@ -131,6 +133,7 @@ GS_HOOK CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hS
 
 GS_HOOK CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
+  GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemAllocAsync_ptsz);
   if (!dptr || bytesize == 0)
     return gs__cuda.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
@@ -140,6 +143,7 @@ GS_HOOK CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstre
 GS_HOOK CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                          CUstream hStream)
 {
+  GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemAllocFromPoolAsync);
   if (!dptr || bytesize == 0)
     return gs__cuda.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
@@ -149,6 +153,7 @@ GS_HOOK CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUm
 GS_HOOK CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                               CUstream hStream)
 {
+  GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemAllocFromPoolAsync_ptsz);
   if (!dptr || bytesize == 0)
     return gs__cuda.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream);

@@ -10,15 +10,18 @@
 #include "compute-gate.h"
 #include "hooks.h"
 #include "pool-reserve.h"
+#include "resume-wait.h"
 
-/* The gated path of the hook fn: the gate is found, or looks again, and a closed gate takes a
- * turn. A launch the gate refuses (it has no board or board row for the tenant) is
+/* The gated path of the hook fn: a suspended tenant is resumed first (the daemon's suspend
+ * moves the limits' generation, so an open gate's launch comes here too); the gate is found,
+ * or looks again, and a closed gate takes a turn. A launch the gate refuses (it has no board or board row for the tenant) is
  * CUDA_ERROR_NOT_PERMITTED, never ungated. A hidden global, not static, so that its name
  * survives link-time optimization: the fast path below jumps to it by name. */
 #define GS_GATED_SLOW(fn, params, args, stream, ptsz)                 \
   CUresult fn##_gated params;                                         \
   __attribute__((used, noinline, noclone)) CUresult fn##_gated params \
   {                                                                   \
+    GS_RESUMED_OR_RETURN();                                           \
     GS_REAL_OR_FAIL(fn);                                              \
     struct gs_gate *g_ = gs__gate_closed(gs__gate_tls);               \
     if (!g_)                                                          \
@@ -89,6 +92,7 @@
 /* Runs a synchronize call, telling the gate before and after. */
 #define GS_SYNC(fn, ...)                                        \
   do {                                                          \
+    GS_RESUMED_OR_RETURN();                                     \
     GS_REAL_OR_FAIL(fn);                                        \
     struct gs_gate *g_ = gs__gate_tls;                          \
     g_ = gs__gate_open(g_) ? NULL : gs__gate_closed(g_);        \

@@ -1,6 +1,7 @@
 /* Hooks for the plain allocation paths: cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged and
  * their frees, and what the tenant sees of its memory: cuMemGetInfo and cuDeviceTotalMem. */
 #include "hooks.h"
+#include "resume-wait.h"
 
 #define PITCH_ALIGN \
   512 /* the widest pitch alignment of supported GPUs: the charge never falls short */
@@ -37,6 +38,7 @@ static CUresult managed(CUdeviceptr *dptr, size_t bytes, unsigned int flags)
  * charge that does not fit at once, bad arguments, no tenant. It opens the thread's lane. */
 static __attribute__((noinline)) CUresult alloc_v2_slow(CUdeviceptr *dptr, size_t bytesize)
 {
+  GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemAlloc_v2);
   if (!dptr || bytesize == 0)
     return gs__cuda.cuMemAlloc_v2(dptr, bytesize);
@@ -62,7 +64,8 @@ GS_HOOK CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
   struct gs__lane *ln = gs__tls_lane;
   __typeof__(gs__cuda.cuMemAlloc_v2) real = gs__cuda.cuMemAlloc_v2;
-  if (__builtin_expect(!ln || !real || !dptr || !bytesize || !gs__lane_charge(ln, bytesize), 0))
+  if (__builtin_expect(
+        !ln || !real || !dptr || !bytesize || !gs__running() || !gs__lane_charge(ln, bytesize), 0))
     return alloc_v2_slow(dptr, bytesize);
   uint64_t charge = GS_CHARGE(bytesize, ln->gpu);
   CUresult rc = real(dptr, bytesize);
@@ -75,6 +78,7 @@ GS_HOOK CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 
 GS_HOOK CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
+  GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemAllocManaged);
   if (!dptr || bytesize == 0)
     return gs__cuda.cuMemAllocManaged(dptr, bytesize, flags);
@@ -84,6 +88,7 @@ GS_HOOK CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
 GS_HOOK CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
                                     unsigned int elem)
 {
+  GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemAllocPitch_v2);
   size_t padded = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
   if (!dptr || !pitch || width == 0 || height == 0 || padded < width || height > SIZE_MAX / padded)
@@ -104,6 +109,7 @@ GS_HOOK CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t wid
 static __attribute__((noinline)) CUresult free_v2_slow(CUdeviceptr dptr)
 {
   uint64_t charge = 0;
+  GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemFree_v2);
   bool ours = gs__forget(GS_MAP_PTR, dptr, &charge);
   return gs__settle_free(gs__cuda.cuMemFree_v2(dptr), GS_MAP_PTR, dptr, ours, charge);
@@ -122,7 +128,8 @@ GS_HOOK CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
   __typeof__(gs__cuda.cuMemFree_v2) real = gs__cuda.cuMemFree_v2;
   uint64_t charge;
-  if (__builtin_expect(!real || !atomic_load_explicit(&gs__maps_live, memory_order_acquire), 0))
+  if (__builtin_expect(
+        !real || !atomic_load_explicit(&gs__maps_live, memory_order_acquire) || !gs__running(), 0))
     return free_v2_slow(dptr);
   if (!gs_ptrmap_take(&gs__maps[GS_MAP_PTR], dptr, &charge))
     return real(dptr);
@@ -153,6 +160,7 @@ static void undo_free_v1(uint64_t p)
 
 GS_HOOK CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
 {
+  GS_RESUMED_OR_RETURN();
   CUdeviceptr p = 0;
   GS_REAL_OR_FAIL(cuMemAlloc);
   if (!dptr || bytesize == 0)

@@ -14,6 +14,7 @@
  * reason frees give their charge back first: once the driver has freed a handle, another
  * thread may be handed the same value by cuMemCreate, and must not find this one's records. */
 #include "hooks.h"
+#include "resume-wait.h"
 
 static void undo_release(uint64_t handle)
 {
@@ -31,6 +32,7 @@ bool gs__vmm_track(CUmemGenericAllocationHandle handle)
 GS_HOOK CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                              const CUmemAllocationProp *prop, unsigned long long flags)
 {
+  GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemCreate);
   /* Only device memory counts; host and host-NUMA locations are host allocations. */
   if (!handle || !prop || size == 0 || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)

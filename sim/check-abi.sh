@@ -61,6 +61,9 @@ O(CUlaunchConfig, numAttrs)
 S(CUexecAffinityParam) S(CUctxCigParam) S(CUctxCreateParams) O(CUctxCreateParams, numExecAffinityParams)
 O(CUctxCreateParams, cigParams)
 S(CUgraphEdgeData)
+S(CUprocessState) S(CUcheckpointLockArgs) O(CUcheckpointLockArgs, reserved0) O(CUcheckpointLockArgs, reserved1)
+S(CUcheckpointCheckpointArgs) S(CUcheckpointUnlockArgs) S(CUcheckpointGpuPair) O(CUcheckpointGpuPair, newUuid)
+S(CUcheckpointRestoreArgs) O(CUcheckpointRestoreArgs, gpuPairsCount)
 S(CUmem_advise) S(CUdevice_attribute) S(CUstreamCaptureMode) S(CUdriverProcAddressQueryResult)
 return 0; }
 EOT

@@ -138,6 +138,7 @@ static void atfork_child(void)
   memset(gsc.default_pool, 0, sizeof(gsc.default_pool));
   memset(gsc.current_pool, 0, sizeof(gsc.current_pool));
   gsc.forking = false;
+  gsc_ckpt_after_fork();
   atomic_store(&gsc.initialized, false);
 }
 
@@ -188,6 +189,7 @@ static CUresult init_locked(void)
   gsc_map_cache_init();
   for (int d = 0; d < gsc.ndev; d++)
     GSC_TRY(gsc_pool_create_default(d));
+  GSC_TRY(gsc_ckpt_start());
   atomic_store(&gsc.initialized, true);
   return CUDA_SUCCESS;
 }

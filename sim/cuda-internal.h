@@ -2,7 +2,9 @@
  * by the cuda-*.c files. One file per concern: cuda-init.c (cuInit, fork, errors' plumbing),
  * cuda-device.c, cuda-ctx.c, cuda-mem.c (allocation table, alloc/free), cuda-copy.c,
  * cuda-pool.c, cuda-vmm.c, cuda-ipc.c, cuda-array.c, cuda-module.c, cuda-stream.c, cuda-event.c,
- * cuda-launch.c, cuda-graph.c, cuda-procaddr.c, cuda-error.c.
+ * cuda-launch.c, cuda-graph.c, cuda-procaddr.c, cuda-error.c, cuda-checkpoint.c (the
+ * checkpoint API and the service thread that carries it out) and cuda-ckpt-save.c (moving the
+ * process's device memory to host memory and back).
  *
  * Concurrency: one process-wide recursive mutex (gsc_lock) guards every object below. This
  * is a test double, not a hot path; the only rule is that nothing sleeps while holding it.
@@ -96,6 +98,9 @@ struct gsc_visible {
 
 struct gsc_driver {
   atomic_bool initialized;
+  /* 1 while a controller holds the process LOCKED or CHECKPOINTED (cuda-checkpoint.c): new
+   * calls wait at GSC_CHECK_INIT until it is 0 again. A futex word. */
+  _Atomic uint32_t held;
   bool forking; /* true while a forked child discards the parent's objects */
   struct gpusim_shared *sh;
   int ndev; /* devices this process sees: CUDA_VISIBLE_DEVICES, MIG */
@@ -115,10 +120,17 @@ void gsc_unlockp(int *unused);
 /* Holds gsc_lock until the end of the enclosing block. */
 #define GSC_LOCKED __attribute__((cleanup(gsc_unlockp), unused)) int gsc_locked_ = (gsc_lock(), 0)
 
-#define GSC_CHECK_INIT()                 \
-  do {                                   \
-    if (!atomic_load(&gsc.initialized))  \
-      return CUDA_ERROR_NOT_INITIALIZED; \
+/* Waits while a controller holds the process locked (cuda-checkpoint.c). */
+void gsc_gate_wait(void);
+
+/* Every entry point past cuInit starts here: the driver is initialized, and the call waits
+ * while the process is locked for a checkpoint, as the real driver's calls do. */
+#define GSC_CHECK_INIT()                                                            \
+  do {                                                                              \
+    if (!atomic_load(&gsc.initialized))                                             \
+      return CUDA_ERROR_NOT_INITIALIZED;                                            \
+    if (__builtin_expect(atomic_load_explicit(&gsc.held, memory_order_acquire), 0)) \
+      gsc_gate_wait();                                                              \
   } while (0)
 
 /* The prologue of an entry point: the driver is initialized, and gsc_lock is held to the end
@@ -239,7 +251,8 @@ struct gsc_alloc {
   struct CUctx_st *ctx; /* owner: freed with it; NULL for pool and VMM memory */
   struct CUmemPoolHandle_st *pool;
   struct gsc_vmm *vmm;
-  unsigned flags; /* host allocation flags, or VMM access flags */
+  unsigned flags;    /* host allocation flags, or VMM access flags */
+  bool ipc_exported; /* cuIpcGetMemHandle handed out a handle to it: no checkpoint */
   struct gsc_alloc *prev, *next;
 };
 
@@ -298,6 +311,7 @@ struct gsc_vmm {
   int user_refs; /* cuMemCreate and cuMemRetainAllocationHandle, less cuMemRelease */
   CUmemAllocationProp prop;
   bool imported; /* made by cuMemImportFromShareableHandle: the exporter holds the charge */
+  bool exported; /* cuMemExportToShareableHandle handed it out: no checkpoint */
 };
 
 void gsc_vmm_put(struct gsc_vmm *h);
@@ -351,6 +365,24 @@ struct CUevent_st {
 };
 
 void gsc_event_ctx_gone(struct CUctx_st *c);
+
+/* ---- checkpoint and restore (cuda-checkpoint.c, cuda-ckpt-save.c) ---- */
+
+/* Starts the process's checkpoint service thread, once per process (a forked child starts
+ * its own at its cuInit). Under gsc_lock. */
+CUresult gsc_ckpt_start(void);
+/* A forked child is RUNNING and has no service thread. */
+void gsc_ckpt_after_fork(void);
+/* With gsc_lock held by the service thread: what the real driver refuses to checkpoint
+ * (managed memory, memory shared with other processes) gives CUDA_ERROR_NOT_SUPPORTED. */
+CUresult gsc_ckpt_supported(void);
+/* Copies the process's device memory to host memory and releases it on the device: the
+ * mappings become inaccessible reservations at the same addresses, the charges leave the
+ * device, the contexts leave NVML's process list. On failure nothing has changed. */
+CUresult gsc_ckpt_save(void);
+/* The reverse: charges the device again (CUDA_ERROR_OUT_OF_MEMORY, nothing changed, when it
+ * is full), maps the same addresses and copies the memory back. */
+CUresult gsc_ckpt_load(void);
 
 /* ---- arrays (cuda-array.c) ---- */
 

@@ -68,6 +68,7 @@ GSC_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
   memcpy(w.magic, IPC_MAGIC, sizeof(w.magic));
   memset(pHandle, 0, sizeof(*pHandle));
   memcpy(pHandle->reserved, &w, sizeof(w));
+  a->ipc_exported = true; /* shared from now on, as far as a checkpoint can tell */
   return CUDA_SUCCESS;
 }
 
@@ -204,6 +205,7 @@ GSC_API CUresult cuMemExportToShareableHandle(void *shareableHandle,
   if (fd < 0)
     return CUDA_ERROR_OUT_OF_MEMORY;
   *(int *) shareableHandle = fd;
+  h->exported = true;
   return CUDA_SUCCESS;
 }
 

@@ -339,6 +339,7 @@ static struct gpusim_proc *slot_claim(pid_t pid, uint64_t start)
       p->start_time = start;
       memset(p->used, 0, sizeof(p->used));
       memset(g_state->proc_mig[i], 0, sizeof(g_state->proc_mig[i]));
+      memset(&p->ckpt, 0, sizeof(p->ckpt)); /* RUNNING, no service thread yet, no caller */
       atomic_store(&p->state, GPUSIM_SLOT_LIVE);
       return p;
     }
@@ -363,6 +364,19 @@ struct gpusim_proc *gpusim_self(void)
   struct gpusim_proc *self = g_self;
   pthread_mutex_unlock(&g_self_lock);
   return self;
+}
+
+struct gpusim_proc *gpusim_proc_find(pid_t pid)
+{
+  if (!gpusim_state(NULL))
+    return NULL;
+  for (int i = 0; i < GPUSIM_MAX_PROCS; i++) {
+    struct gpusim_proc *p = &g_state->proc[i];
+    if (atomic_load(&p->state) == GPUSIM_SLOT_LIVE && p->pid == pid &&
+        gpusim_proc_alive(pid, p->start_time))
+      return p;
+  }
+  return NULL;
 }
 
 /* Gives this process's memory back at normal exit, as the driver does at context teardown. */

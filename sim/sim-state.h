@@ -53,12 +53,36 @@ struct gpusim_dev {
 
 enum { GPUSIM_SLOT_FREE = 0, GPUSIM_SLOT_CLAIMING, GPUSIM_SLOT_LIVE, GPUSIM_SLOT_REAPING };
 
+/* A process's checkpoint mailbox (cuda-checkpoint.c). The checkpoint API is called by another
+ * process, a controller, but the process's device memory is private mappings only the process
+ * itself can copy: a controller posts one request at a time here and waits for the answer,
+ * which a service thread of the target, started at cuInit, works out inside the target. The
+ * sequence words are futexes. */
+struct gpusim_ckpt {
+  _Atomic uint32_t state;    /* CUprocessState, written by the target's service thread */
+  _Atomic int32_t tid;       /* the service thread's tid; 0 while the process has none */
+  _Atomic int32_t caller;    /* the pid of the controller holding the mailbox; 0 when free */
+  _Atomic uint32_t req_seq;  /* bumped by the controller once op and timeout_ms are written */
+  uint32_t op;               /* enum gpusim_ckpt_op */
+  uint32_t timeout_ms;       /* a lock's timeout; 0 for none */
+  _Atomic uint32_t done_seq; /* the req_seq answered last: result is its answer */
+  int32_t result;            /* a CUresult */
+};
+
+enum gpusim_ckpt_op {
+  GPUSIM_CKPT_LOCK = 1,
+  GPUSIM_CKPT_CHECKPOINT,
+  GPUSIM_CKPT_RESTORE,
+  GPUSIM_CKPT_UNLOCK
+};
+
 struct gpusim_proc {
   _Atomic uint32_t state;
   int32_t pid;
   uint64_t start_time;               /* from /proc/<pid>/stat, so a reused pid is a new process */
   uint64_t used[GPUSIM_MAX_DEVICES]; /* under the device's mem_lock */
   _Atomic uint32_t contexts[GPUSIM_MAX_DEVICES];
+  struct gpusim_ckpt ckpt;
 };
 
 /* Per device, what NVML reports beyond memory and the timeline's recent past: the device's
@@ -110,11 +134,15 @@ _Static_assert(offsetof(struct gpusim_dev, ring_count) == 32 + 2 * GPUSIM_MUTEX,
 _Static_assert(offsetof(struct gpusim_dev, ring) == 40 + 2 * GPUSIM_MUTEX, "bump GPUSIM_VERSION");
 _Static_assert(sizeof(struct gpusim_dev) == 40 + 2 * GPUSIM_MUTEX + 4096 * 24,
                "gpusim_dev changed: bump GPUSIM_VERSION");
-_Static_assert(sizeof(struct gpusim_proc) == 208, "gpusim_proc changed: bump GPUSIM_VERSION");
+_Static_assert(sizeof(struct gpusim_ckpt) == 32, "gpusim_ckpt changed: bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_ckpt, req_seq) == 12, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_ckpt, done_seq) == 24, "bump GPUSIM_VERSION");
+_Static_assert(sizeof(struct gpusim_proc) == 240, "gpusim_proc changed: bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_proc, pid) == 4, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_proc, start_time) == 8, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_proc, used) == 16, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_proc, contexts) == 144, "bump GPUSIM_VERSION");
+_Static_assert(offsetof(struct gpusim_proc, ckpt) == 208, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_shared, version) == 8, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_shared, size) == 12, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_shared, ndev) == 16, "bump GPUSIM_VERSION");
@@ -127,9 +155,9 @@ _Static_assert(sizeof(struct gpusim_dev_health) == 24 + 64 * 8,
 _Static_assert(offsetof(struct gpusim_dev_health, busy_booked_ns) == 8, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_dev_health, xid_count) == 16, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_shared, health) ==
-                 280 + 16 * sizeof(struct gpusim_dev) + 1024 * 208,
+                 280 + 16 * sizeof(struct gpusim_dev) + 1024 * 240,
                "bump GPUSIM_VERSION");
-#define GPUSIM_MIG_OFFSET (280 + 16 * sizeof(struct gpusim_dev) + 1024 * 208 + 16 * (24 + 64 * 8))
+#define GPUSIM_MIG_OFFSET (280 + 16 * sizeof(struct gpusim_dev) + 1024 * 240 + 16 * (24 + 64 * 8))
 _Static_assert(offsetof(struct gpusim_shared, mig) == GPUSIM_MIG_OFFSET, "bump GPUSIM_VERSION");
 _Static_assert(offsetof(struct gpusim_shared, proc_mig) ==
                  GPUSIM_MIG_OFFSET + 16 * sizeof(struct gpusim_mig),
@@ -144,6 +172,9 @@ struct gpusim_shared *gpusim_state(const char **err);
 
 /* This process's slot, claimed on first call; NULL if every slot is taken. */
 struct gpusim_proc *gpusim_self(void);
+
+/* The live slot of the running process pid, or NULL. */
+struct gpusim_proc *gpusim_proc_find(pid_t pid);
 
 /* Takes bytes of device memory for this process: 0, or -1 when the device is full. */
 int gpusim_mem_reserve(int dev, uint64_t bytes);

@@ -28,10 +28,12 @@
 #include <gpuslice/tenant-ledger.h>
 
 #define GS_LIMITS_MAGIC 0x4753544c494d4931ULL /* "GSTLIMI1" */
-#define GS_LIMITS_VERSION 3
-/* The size of a version-2 file: version 3 only added the compute ceiling at its end, so a
+#define GS_LIMITS_VERSION 4
+/* The sizes of version-2 and version-3 files: version 3 only added the compute ceiling at the
+ * end of version 2, and version 4 the tenant's suspension at the end of version 3, so a
  * restarted daemon extends such a file in place (gs_limits_upgrade). */
 #define GS_LIMITS_V2_SIZE 2504
+#define GS_LIMITS_V3_SIZE 2520
 /* A compute ceiling that is not there: no admin has set it, or the admin lifted the limit. */
 #define GS_CEILING_NONE UINT32_MAX
 
@@ -64,6 +66,22 @@ struct gs_limits {
   _Atomic uint32_t ceiling_priority; /* enum gs_priority */
   /* GS_LIMITS_* flags; 0 in files written before there were any (the field was padding). */
   uint32_t flags;
+  /* Version 4: suspension (docs/suspend.md). run_state is what the tenant's processes look at
+   * before a launch or an allocation (enum gs_run_state; 0, running, in an upgraded file); the
+   * daemon wakes them (a futex) whenever it changes it. */
+  _Atomic uint32_t run_state;
+  uint32_t resume_wait_ms;          /* how long a process waits to run again before failing */
+  _Atomic uint64_t resume_failures; /* bumped when a resume failed: waiting processes give up */
+  uint64_t suspended_unix_ns;       /* when the tenant was suspended last; 0 if never */
+  _Atomic uint64_t suspended_bytes[GS_LEDGER_MAX_GPUS]; /* what that moved off each GPU */
+};
+
+/* What a tenant is doing, as its limits file says (struct gs_limits.run_state). */
+enum gs_run_state {
+  GS_RUN_RUNNING = 0,
+  GS_RUN_SUSPENDING = 1, /* the daemon is locking and checkpointing its processes */
+  GS_RUN_SUSPENDED = 2,  /* its device memory is in host memory */
+  GS_RUN_RESUMING = 3,   /* asked to run again: waiting for room, or being restored */
 };
 
 /* A held tenant (docs/daemon.md#held-tenants): registered by an admin for processes that are not
@@ -75,7 +93,7 @@ struct gs_limits {
 /* The limits file's layout, pinned: the daemon writes it and every tenant's interposer maps
  * it, possibly built from another version. A change here forces a bump of GS_LIMITS_VERSION.
  * (gs_ledger_compute is pinned in gs-ledger.h.) */
-_Static_assert(sizeof(struct gs_limits) == 2520, "gs_limits changed: bump GS_LIMITS_VERSION");
+_Static_assert(sizeof(struct gs_limits) == 2672, "gs_limits changed: bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, version) == 8, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, size) == 12, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, name) == 16, "bump GS_LIMITS_VERSION");
@@ -96,6 +114,12 @@ _Static_assert(offsetof(struct gs_limits, ceiling_compute_ppm) == GS_LIMITS_V2_S
 _Static_assert(offsetof(struct gs_limits, ceiling_policy) == 2508, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, ceiling_priority) == 2512, "bump GS_LIMITS_VERSION");
 _Static_assert(offsetof(struct gs_limits, flags) == 2516, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, run_state) == GS_LIMITS_V3_SIZE,
+               "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, resume_wait_ms) == 2524, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, resume_failures) == 2528, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, suspended_unix_ns) == 2536, "bump GS_LIMITS_VERSION");
+_Static_assert(offsetof(struct gs_limits, suspended_bytes) == 2544, "bump GS_LIMITS_VERSION");
 
 /* <dir>/limits/<name>. Returns 0, or -1 with err for a bad name or a path too long. */
 int gs_limits_path(char *buf, size_t len, const char *dir, const char *name, gs_error_t *err);
@@ -113,12 +137,13 @@ int gs_limits_create(const char *dir, const struct gs_limits *init, gid_t gid,
 int gs_limits_open(const char *dir, const char *name, bool writable, struct gs_limits **out,
                    gs_error_t *err);
 void gs_limits_close(struct gs_limits *lim);
-/* Extends the version-2 limits file dir/limits/name, in place, to this version, with the
- * compute limits it holds as the compute ceiling: version 2 kept no compute ceiling, and the
- * daemon cannot tell whether an admin set them, so it keeps them as an admin's would be (an
- * admin may lift them). In place, so that the tenant's processes that mapped it keep seeing
- * the daemon's changes. Returns 1 when it did, 0 when the file is not a version-2 limits file
- * the daemon's uid owns and no one else may write, -1 with err on a failed write. */
+/* Extends the version-2 or version-3 limits file dir/limits/name, in place, to this version:
+ * the tenant running, never suspended, and, from version 2, with the compute limits it holds
+ * as the compute ceiling: version 2 kept no compute ceiling, and the daemon cannot tell
+ * whether an admin set them, so it keeps them as an admin's would be (an admin may lift them).
+ * In place, so that the tenant's processes that mapped it keep seeing the daemon's changes.
+ * Returns 1 when it did, 0 when the file is not such a limits file that the daemon's uid owns
+ * and no one else may write, -1 with err on a failed write. */
 int gs_limits_upgrade(const char *dir, const char *name, gs_error_t *err);
 int gs_limits_remove(const char *dir, const char *name, gs_error_t *err);
 
@@ -159,8 +184,16 @@ void gs_limits_set_compute(struct gs_limits *lim, const uint32_t *ppm, const uin
                            const uint32_t *priority, const uint32_t *slice_ms);
 /* Ends a change made with the calls above in a mapped file: bumps generation. */
 void gs_limits_changed(struct gs_limits *lim);
-/* Copies the limits the interposer reads (memory and compute) from src into dst, then
- * gs_limits_changed(dst): keeps a second file of the same tenant in step. */
+/* Sets the tenant's run state (enum gs_run_state), bumps generation and wakes the tenant's
+ * processes waiting on it (gs_limits_wait_run_state). */
+void gs_limits_set_run_state(struct gs_limits *lim, uint32_t state);
+/* For the interposer: waits until run_state differs from seen, at most timeout_ns (a futex on
+ * the read-only mapping, woken by gs_limits_set_run_state). */
+void gs_limits_wait_run_state(const struct gs_limits *lim, uint32_t seen, uint64_t timeout_ns);
+/* "running", "suspending", "suspended", "resuming". */
+const char *gs_run_state_name(uint32_t state);
+/* Copies what the interposer reads (memory and compute limits, the run state) from src into
+ * dst, then gs_limits_changed(dst): keeps a second file of the same tenant in step. */
 void gs_limits_mirror(struct gs_limits *dst, const struct gs_limits *src);
 
 /* True when lim is about the tenant of ledger l (same name and instance) and owned by uid. */

@@ -103,6 +103,15 @@ struct gs_snap_tenant {
   double compute_over;      /* share of the GPU's time over the compute limit now; 0: none */
   uint64_t vram_violations; /* violations counted, cumulative */
   uint64_t compute_violations;
+  /* Suspension (docs/suspend.md); 0 for a tenant never suspended. */
+  int run_state;              /* enum gs_run_state: running, suspending, suspended, resuming */
+  uint64_t suspensions;       /* times suspended, cumulative */
+  uint64_t suspended_bytes;   /* what the current suspension moved off this GPU; 0 running */
+  double suspended_seconds;   /* time spent suspended, cumulative, the current one included */
+  uint64_t resumes;           /* times resumed, cumulative */
+  double resume_seconds;      /* the last resume: from asked for to running again */
+  uint64_t resume_waits;      /* calls of the tenant's processes that waited for a resume */
+  double resume_wait_seconds; /* their waits, summed */
 };
 
 /* One row per (tenant, GPU) the tenant uses. */

@@ -22,7 +22,10 @@
 #include <gpuslice/error.h>
 
 #define GS_LEDGER_MAGIC 0x4753544e414e5431ULL /* "GSTNANT1" */
-#define GS_LEDGER_VERSION 2
+#define GS_LEDGER_VERSION 3
+/* The size of a version-2 ledger: version 3 only added struct gs_ledger_resume at its end, so
+ * a reader outside the tenant still reads one (a tenant started by an older gpuslice). */
+#define GS_LEDGER_V2_SIZE 149504
 #define GS_LEDGER_MAX_GPUS 16
 #define GS_LEDGER_MAX_PROCS 1024
 #define GS_LEDGER_NAME_MAX 64
@@ -74,6 +77,17 @@ struct gs_ledger_proc {
   _Atomic uint64_t used[GS_LEDGER_MAX_GPUS]; /* written by the owner, read by reapers */
 };
 
+/* Version 3: how a suspended tenant asks to run again (docs/suspend.md). A process of the
+ * tenant that finds its limits file saying the tenant is suspended bumps `requests`, which the
+ * daemon watches, and once the tenant runs again adds how long it waited. The tenant writes
+ * these, so the daemon only ever reads them by copy, as the rest of the ledger. */
+struct gs_ledger_resume {
+  _Atomic uint64_t requests;      /* asked to run again, counted */
+  _Atomic uint64_t waits;         /* waits that ended with the tenant running again */
+  _Atomic uint64_t wait_ns_total; /* their time, summed */
+  _Atomic uint64_t last_wait_ns;  /* the last one's */
+};
+
 struct gs_ledger {
   uint64_t magic;
   uint32_t version;
@@ -91,6 +105,7 @@ struct gs_ledger {
   struct gs_ledger_compute compute;
   struct gs_ledger_gpu gpu[GS_LEDGER_MAX_GPUS];
   struct gs_ledger_proc proc[GS_LEDGER_MAX_PROCS];
+  struct gs_ledger_resume resume;
 };
 
 /* The ledger's layout, pinned: every process of a running tenant, the daemon's reader
@@ -114,7 +129,11 @@ _Static_assert(sizeof(struct gs_ledger_proc) == 144,
 _Static_assert(offsetof(struct gs_ledger_proc, pid) == 4, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger_proc, start_time) == 8, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger_proc, used) == 16, "bump GS_LEDGER_VERSION");
-_Static_assert(sizeof(struct gs_ledger) == 149504, "gs_ledger changed: bump GS_LEDGER_VERSION");
+_Static_assert(sizeof(struct gs_ledger_resume) == 32,
+               "gs_ledger_resume changed: bump GS_LEDGER_VERSION");
+_Static_assert(sizeof(struct gs_ledger) == GS_LEDGER_V2_SIZE + 32,
+               "gs_ledger changed: bump GS_LEDGER_VERSION");
+_Static_assert(offsetof(struct gs_ledger, resume) == GS_LEDGER_V2_SIZE, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger, version) == 8, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger, size) == 12, "bump GS_LEDGER_VERSION");
 _Static_assert(offsetof(struct gs_ledger, name) == 16, "bump GS_LEDGER_VERSION");
@@ -192,6 +211,14 @@ uint64_t gs_ledger_limit(struct gs_ledger *l, int gpu, uint64_t device_total);
 struct gs_limits;
 void gs_ledger_set_authority(const struct gs_ledger *l, const struct gs_limits *lim);
 
+/* The limits file set by gs_ledger_set_authority for l, or NULL. */
+const struct gs_limits *gs_ledger_authority(const struct gs_ledger *l);
+
+/* A process of the tenant found it suspended and asks to run again (struct gs_ledger_resume). */
+void gs_ledger_resume_ask(struct gs_ledger *l);
+/* The tenant runs again after this process waited ns for it. */
+void gs_ledger_resume_waited(struct gs_ledger *l, uint64_t ns);
+
 /* The tenant's compute limit (millionths of a GPU, 0 for none), policy (enum
  * gs_compute_policy) and priority (enum gs_priority), from the daemon's limits file when
  * there is one, else from l->compute. The compute gate reads these, never l->compute. */
@@ -222,6 +249,11 @@ struct gs_ledger_copy_gpu {
   uint32_t share_ppm;
 };
 
+/* struct gs_ledger_resume in plain fields. */
+struct gs_ledger_resume_copy {
+  uint64_t requests, waits, wait_ns_total, last_wait_ns;
+};
+
 /* What a ledger said when it was read: everything but the process slots. */
 struct gs_ledger_copy {
   char name[GS_LEDGER_NAME_MAX];
@@ -233,16 +265,22 @@ struct gs_ledger_copy {
   uint64_t context_reserve_bytes;
   struct gs_compute_limits compute;
   struct gs_ledger_copy_gpu gpu[GS_LEDGER_MAX_GPUS];
+  uint32_t version;                    /* 2: a ledger of an older gpuslice, without `resume` */
+  struct gs_ledger_resume_copy resume; /* zero in a version-2 ledger */
 };
 
 /* Opens dir/tenants/name for gs_ledger_read_fd: read-only, following no link, never
  * blocking. Returns the descriptor (close it), or -1 with err. */
 int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err);
 /* Reads the ledger open on fd into *out with one pread. Checks that it is a regular file,
- * owned by uid unless uid is (uid_t) -1, and its magic, version and size. `what` names it
- * in messages. Returns 0, or -1 with err. */
+ * owned by uid unless uid is (uid_t) -1, and its magic, version and size; a version-2 ledger
+ * (GS_LEDGER_V2_SIZE) is read too. `what` names it in messages. Returns 0, or -1 with err. */
 int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out,
                       gs_error_t *err);
+/* Reads only struct gs_ledger_resume of the ledger open on fd (as gs_ledger_read_fd checked
+ * it), with one pread: what the daemon polls while a tenant is suspended. Returns 0, or -1 when
+ * the file is too short for it (a version-2 ledger, or one the tenant truncated). */
+int gs_ledger_read_resume(int fd, struct gs_ledger_resume_copy *out);
 /* gs_ledger_read_open, gs_ledger_read_fd and close, for one reading. */
 int gs_ledger_read_copy(const char *dir, const char *name, uid_t uid, struct gs_ledger_copy *out,
                         gs_error_t *err);

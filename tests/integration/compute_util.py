@@ -18,10 +18,10 @@ import time
 from quota_env import GPUSLICE, json_lines, state_dir
 from wl_run import WORKLOAD
 
-# struct gs_ledger, version 2 (include/gpuslice/tenant-ledger.h); the offsets are pinned by `size`.
+# struct gs_ledger, version 3 (include/gpuslice/tenant-ledger.h); the offsets are pinned by `size`.
 LEDGER_MAGIC = 0x4753544E414E5431
-LEDGER_VERSION = 2
-LEDGER_SIZE = 149504
+LEDGER_VERSION = 3
+LEDGER_SIZE = 149536
 LEDGER_MAX_GPUS = 16
 _HEAD = struct.Struct("<QII64s1024siIQQQ")       # magic .. context_reserve_bytes
 _COMPUTE = struct.Struct("<IIII")                # limit_ppm, policy, priority, slice_ms
@@ -92,7 +92,7 @@ PRIORITY = {"normal": 0, "low": 1, "high": 2}
 
 
 def parse_ledger(raw):
-    """The fields of a v2 ledger file's bytes, as a dict; fails on a wrong magic, version or size."""
+    """The fields of a v3 ledger file's bytes, as a dict; fails on a wrong magic, version or size."""
     magic, version, size, name, labels, owner_pid, _, _, created, reserve = _HEAD.unpack_from(raw, 0)
     assert magic == LEDGER_MAGIC, hex(magic)
     assert (version, size) == (LEDGER_VERSION, LEDGER_SIZE), (version, size)

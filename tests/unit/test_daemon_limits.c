@@ -9,10 +9,12 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gpuslice/daemon-paths.h>
@@ -344,17 +346,22 @@ static void test_compute_ceiling_is_the_limits_as_an_admin_left_them(void **stat
   end_tenant("cceiling", l, rw);
 }
 
-/* Makes the limits file of name look as a version-2 daemon wrote it. */
-static void make_version_2(const char *name)
+/* Makes the limits file of name look as a daemon of that version wrote it (size bytes). */
+static void make_version(const char *name, uint32_t version, uint32_t size)
 {
   char path[256];
-  uint32_t header[2] = { 2, GS_LIMITS_V2_SIZE };
+  uint32_t header[2] = { version, size };
   snprintf(path, sizeof(path), "%s/limits/%s", dir, name);
   int fd = open(path, O_RDWR);
   assert_true(fd >= 0);
-  assert_int_equal(ftruncate(fd, GS_LIMITS_V2_SIZE), 0);
+  assert_int_equal(ftruncate(fd, size), 0);
   assert_int_equal(pwrite(fd, header, sizeof(header), 8), (ssize_t) sizeof(header));
   close(fd);
+}
+
+static void make_version_2(const char *name)
+{
+  make_version(name, 2, GS_LIMITS_V2_SIZE);
 }
 
 static void test_version_2_limits_file_is_upgraded_in_place_with_a_compute_ceiling(void **state)
@@ -384,6 +391,89 @@ static void test_version_2_limits_file_is_upgraded_in_place_with_a_compute_ceili
   assert_int_equal(gs_limits_upgrade(dir, "oldfile", &err), 0);
   assert_int_equal(gs_limits_upgrade(dir, "missing", &err), 0);
   end_tenant("oldfile", l, rw);
+}
+
+/* A version-3 file keeps its compute ceiling (an admin may have lifted it: none stays none)
+ * and gains a tenant that runs and was never suspended. */
+static void test_version_3_limits_file_is_upgraded_in_place_running(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("v3file", 1024 * MIB);
+  struct gs_limits *rw = daemon_limits(l, 512 * MIB);
+  gs_error_t err = NULL;
+  atomic_store(&rw->ceiling_compute_ppm, GS_CEILING_NONE);
+  gs_limits_close(rw);
+  make_version("v3file", 3, GS_LIMITS_V3_SIZE);
+  assert_int_equal(gs_limits_open(dir, "v3file", false, &rw, &err), -1);
+  gs_error_release(&err);
+  assert_int_equal(gs_limits_upgrade(dir, "v3file", &err), 1);
+  assert_int_equal(gs_limits_open(dir, "v3file", true, &rw, &err), 0);
+  assert_int_equal(rw->version, GS_LIMITS_VERSION);
+  assert_int_equal(atomic_load(&rw->limit_bytes[0]), 512 * MIB);
+  assert_int_equal(atomic_load(&rw->ceiling_compute_ppm), GS_CEILING_NONE);
+  assert_int_equal(atomic_load(&rw->run_state), GS_RUN_RUNNING);
+  assert_int_equal(rw->suspended_unix_ns, 0);
+  assert_int_equal(atomic_load(&rw->suspended_bytes[0]), 0);
+  /* A size that is no version's is left alone. */
+  gs_limits_close(rw);
+  make_version("v3file", 3, GS_LIMITS_V3_SIZE + 8);
+  assert_int_equal(gs_limits_upgrade(dir, "v3file", &err), 0);
+  gs_limits_remove(dir, "v3file", NULL);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "v3file", NULL);
+}
+
+struct waiter {
+  const struct gs_limits *lim;
+  uint32_t seen;
+};
+
+static void *wait_for_change(void *arg)
+{
+  struct waiter *w = arg;
+  gs_limits_wait_run_state(w->lim, w->seen, 20ULL * 1000000000ULL);
+  return NULL;
+}
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* The run state moves the generation and wakes a process waiting on its read-only mapping at
+ * once, long before the wait's own timeout. */
+static void test_run_state_change_wakes_the_tenants_waiters(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("runstate", 1024 * MIB);
+  struct gs_limits *rw = daemon_limits(l, 512 * MIB), *ro = NULL;
+  gs_error_t err = NULL;
+  assert_int_equal(gs_limits_open(dir, "runstate", false, &ro, &err), 0);
+  gs_limits_set_run_state(rw, GS_RUN_SUSPENDED);
+  uint64_t gen = atomic_load(&ro->generation);
+  struct waiter w = { ro, GS_RUN_SUSPENDED };
+  pthread_t t;
+  double t0 = now_s();
+  assert_int_equal(pthread_create(&t, NULL, wait_for_change, &w), 0);
+  usleep(100000);
+  gs_limits_set_run_state(rw, GS_RUN_RUNNING);
+  pthread_join(t, NULL);
+  assert_true(now_s() - t0 < 10.0);
+  assert_int_equal(atomic_load(&ro->run_state), GS_RUN_RUNNING);
+  assert_true(atomic_load(&ro->generation) > gen);
+  /* A state other than the one seen returns at once. */
+  t0 = now_s();
+  gs_limits_wait_run_state(ro, GS_RUN_SUSPENDED, 20ULL * 1000000000ULL);
+  assert_true(now_s() - t0 < 10.0);
+  assert_string_equal(gs_run_state_name(GS_RUN_RUNNING), "running");
+  assert_string_equal(gs_run_state_name(GS_RUN_SUSPENDING), "suspending");
+  assert_string_equal(gs_run_state_name(GS_RUN_SUSPENDED), "suspended");
+  assert_string_equal(gs_run_state_name(GS_RUN_RESUMING), "resuming");
+  assert_string_equal(gs_run_state_name(42), "unknown");
+  gs_limits_close(ro);
+  end_tenant("runstate", l, rw);
 }
 
 static void test_daemon_paths_follow_the_environment(void **state)
@@ -427,6 +517,9 @@ int main(void)
                               drop_authority),
     cmocka_unit_test_teardown(
       test_version_2_limits_file_is_upgraded_in_place_with_a_compute_ceiling, drop_authority),
+    cmocka_unit_test_teardown(test_version_3_limits_file_is_upgraded_in_place_running,
+                              drop_authority),
+    cmocka_unit_test_teardown(test_run_state_change_wakes_the_tenants_waiters, drop_authority),
     cmocka_unit_test(test_daemon_paths_follow_the_environment),
   };
   return cmocka_run_group_tests(tests, gs_test_dir_setup, NULL);

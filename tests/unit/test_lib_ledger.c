@@ -337,6 +337,52 @@ static void test_read_fd_sees_changes_through_one_descriptor(void **state)
   gs_ledger_remove(dir, "kept", NULL);
 }
 
+/* The resume block (version 3) reads back, alone and with the rest; a version-2 ledger, of a
+ * tenant an older gpuslice started, still reads, without it. */
+static void test_read_copy_takes_the_resume_block_and_version_2_ledgers(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("resumed", 1000);
+  gs_error_t err = NULL;
+  gs_ledger_resume_ask(l);
+  gs_ledger_resume_ask(l);
+  gs_ledger_resume_waited(l, 300);
+  gs_ledger_resume_waited(l, 200);
+  struct gs_ledger_copy c;
+  assert_int_equal(gs_ledger_read_copy(dir, "resumed", geteuid(), &c, &err), 0);
+  assert_int_equal(c.version, GS_LEDGER_VERSION);
+  assert_int_equal(c.resume.requests, 2);
+  assert_int_equal(c.resume.waits, 2);
+  assert_int_equal(c.resume.wait_ns_total, 500);
+  assert_int_equal(c.resume.last_wait_ns, 200);
+  int fd = gs_ledger_read_open(dir, "resumed", &err);
+  struct gs_ledger_resume_copy r;
+  assert_int_equal(gs_ledger_read_resume(fd, &r), 0);
+  assert_int_equal(r.requests, 2);
+  /* As an older gpuslice made it: version 2, no resume block. */
+  l->version = 2;
+  l->size = GS_LEDGER_V2_SIZE;
+  char path[256];
+  snprintf(path, sizeof(path), "%s/tenants/resumed", dir);
+  gs_ledger_detach(l);
+  assert_int_equal(truncate(path, GS_LEDGER_V2_SIZE), 0);
+  assert_int_equal(gs_ledger_read_fd(fd, "resumed", geteuid(), &c, &err), 0);
+  assert_int_equal(c.version, 2);
+  assert_int_equal(c.resume.requests, 0);
+  assert_string_equal(c.name, "resumed");
+  assert_int_equal(gs_ledger_read_resume(fd, &r), -1);
+  /* A version-3 ledger cut to version 2's size is no ledger. */
+  close(fd);
+  fd = open(path, O_RDWR);
+  uint32_t header[2] = { GS_LEDGER_VERSION, (uint32_t) sizeof(struct gs_ledger) };
+  assert_int_equal(pwrite(fd, header, sizeof(header), 8), (ssize_t) sizeof(header));
+  assert_int_equal(gs_ledger_read_fd(fd, "resumed", geteuid(), &c, &err), -1);
+  assert_non_null(strstr(err->msg, "too short"));
+  gs_error_release(&err);
+  close(fd);
+  gs_ledger_remove(dir, "resumed", NULL);
+}
+
 static void test_read_procs_lists_the_live_slots(void **state)
 {
   (void) state;
@@ -460,6 +506,7 @@ int main(void)
     cmocka_unit_test(test_read_copy_of_a_broken_ledger_fails_cleanly),
     cmocka_unit_test(test_read_fd_sees_changes_through_one_descriptor),
     cmocka_unit_test(test_write_limits_reaches_the_same_instance_only),
+    cmocka_unit_test(test_read_copy_takes_the_resume_block_and_version_2_ledgers),
   };
   return cmocka_run_group_tests(tests, gs_test_dir_setup, gs_test_dir_teardown);
 }

@@ -329,6 +329,67 @@ static void test_tenant_series_exact_text(void **state)
   free(out);
 }
 
+/* The suspension series: none at all while no tenant was ever suspended (the test above); for
+ * a node with one, its rows, and none for the tenants never suspended. */
+static void test_suspension_series_only_for_suspended_tenants(void **state)
+{
+  (void) state;
+  struct gs_snap_gpu g = one_gpu();
+  struct gs_snap_tenant t[2] = { tenant("sleepy", 0, NULL), tenant("busy", 0, NULL) };
+  t[0].run_state = 2; /* GS_RUN_SUSPENDED */
+  t[0].suspensions = 2;
+  t[0].suspended_bytes = 8ull << 30;
+  t[0].suspended_seconds = 90.5;
+  t[0].resumes = 1;
+  t[0].resume_seconds = 0.25;
+  t[0].resume_waits = 3;
+  t[0].resume_wait_seconds = 0.75;
+  struct gs_snapshot s = snapshot(&g, 1, t, 2);
+  char *out = render(&s, NULL);
+  static const char *const want[] = {
+    "gpuslice_tenant_suspended{tenant=\"sleepy\",gpu=\"0\"",
+    "# TYPE gpuslice_tenant_suspended gauge\n",
+    "# TYPE gpuslice_tenant_suspended_seconds_total counter\n",
+    "# TYPE gpuslice_tenant_resume_seconds gauge\n",
+  };
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+    assert_non_null(strstr(out, want[i]));
+  static const struct {
+    const char *series, *value;
+  } rows[] = {
+    { "gpuslice_tenant_suspended{", "} 1\n" },
+    { "gpuslice_tenant_suspended_bytes{", "} 8589934592\n" },
+    { "gpuslice_tenant_suspended_seconds_total{", "} 90.5\n" },
+    { "gpuslice_tenant_resumes_total{", "} 1\n" },
+    { "gpuslice_tenant_resume_seconds{", "} 0.25\n" },
+    { "gpuslice_tenant_resume_waits_total{", "} 3\n" },
+    { "gpuslice_tenant_resume_wait_seconds_total{", "} 0.75\n" },
+  };
+  for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+    const char *row = strstr(out, rows[i].series);
+    assert_non_null(row);
+    assert_non_null(strstr(row, "tenant=\"sleepy\""));
+    assert_true(strstr(row, rows[i].value) == strchr(row, '}'));
+  }
+  /* busy was never suspended: none of its rows is among them (they come before the deprecated
+   * names). */
+  char *from = strstr(out, "# HELP gpuslice_tenant_suspended "),
+       *to = strstr(out, "# HELP gpuslice_tenant_compute_share ");
+  assert_true(from && to && from < to);
+  *to = '\0';
+  assert_null(strstr(from, "tenant=\"busy\""));
+  /* Running again, it says 0 and moves nothing; before its first resume, no latency row. */
+  t[0].run_state = 0;
+  t[0].suspended_bytes = 0;
+  t[0].resumes = 0;
+  free(out);
+  out = render(&s, NULL);
+  assert_non_null(strstr(out, "gpuslice_tenant_suspended{tenant=\"sleepy\""));
+  assert_null(strstr(out, "gpuslice_tenant_resume_seconds{"));
+  assert_non_null(strstr(out, "# TYPE gpuslice_tenant_resume_seconds gauge\n"));
+  free(out);
+}
+
 static void test_unlimited_tenant_has_no_limit_rows(void **state)
 {
   (void) state;
@@ -669,6 +730,7 @@ int main(void)
     cmocka_unit_test(test_readings_a_gpu_lacks_have_no_sample_and_no_family),
     cmocka_unit_test(test_xid_texts_are_nvidias_names_and_unknown_otherwise),
     cmocka_unit_test(test_tenant_series_exact_text),
+    cmocka_unit_test(test_suspension_series_only_for_suspended_tenants),
     cmocka_unit_test(test_unlimited_tenant_has_no_limit_rows),
     cmocka_unit_test(test_label_values_are_escaped),
     cmocka_unit_test(test_invalid_utf8_in_values_becomes_replacement_character),
