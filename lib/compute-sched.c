@@ -158,6 +158,15 @@ bool gs_board_release(struct gs_board *b, uint64_t turn)
   return ok;
 }
 
+_Atomic uint32_t *gs_board_wake_next(struct gs_board *b, uint64_t now)
+{
+  int next = gs_board_pick(b, now);
+  if (next < 0)
+    return NULL;
+  atomic_fetch_add(&b->wake[next], 1);
+  return &b->wake[next];
+}
+
 static bool holder_gone(pid_t pid)
 {
   return kill(pid, 0) < 0 && errno == ESRCH;

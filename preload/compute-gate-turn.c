@@ -17,8 +17,10 @@
 #define GAP_NS 20000ull
 /* How often a gate looks at the board to see how contended the GPU is. */
 #define REFRESH_NS 1000000ull
-/* The longest a waiter sleeps before looking at the board again. */
-#define WAIT_NS 1000000ull
+/* The longest a waiter sleeps before looking at the board again: it is woken when its turn
+ * comes, and looks on its own only to keep its row fresh, to find a holder gone idle or dead,
+ * or to take a turn nobody has taken. */
+#define WAIT_NS GS_WAIT_LOOK_NS
 /* A holder that has neither launched nor synchronized for this long has gone idle. */
 #define IDLE_STEAL_NS 2000000ull
 /* A free turn that the waiter picked for it has not taken for this long is anyone's. */
@@ -126,12 +128,17 @@ static void mark_pending(struct gs_gate *g, bool start)
   atomic_store(&g->since_mark, 0);
 }
 
+/* Gives the turn back and wakes the one row that should have it next: waking every waiter at
+ * every handover would cost a board of many waiting tenants most of a CPU. */
 static void give_back(struct gs_gate *g, uint64_t t)
 {
+  uint64_t now = gs__mono_ns();
   gs_board_release(g->b, t);
-  atomic_store(&g->b->turn_start_ns, gs__mono_ns());
+  atomic_store(&g->b->turn_start_ns, now);
   atomic_store(&g->turn, 0);
-  futex_wake(&g->b->seq);
+  _Atomic uint32_t *next = gs_board_wake_next(g->b, now);
+  if (next)
+    futex_wake(next);
 }
 
 /* Ends or renews the turn. A tenant alone and uncapped renews without draining; otherwise the
@@ -185,7 +192,7 @@ static void acquire(struct gs_gate *g)
   struct gs_board *b = g->b;
   uint64_t t0 = gs__mono_ns(), now = t0;
   for (;;) {
-    uint32_t seq = atomic_load(&b->seq);
+    uint32_t seq = atomic_load(&b->wake[g->row]);
     gs_board_wait_mark(b, g->row, now);
     uint64_t wait = gs_board_cap_wait(b, g->row, now), t = wait ? 0 : try_take(g, now);
     if (t) {
@@ -195,7 +202,7 @@ static void acquire(struct gs_gate *g)
       atomic_fetch_add(&g->ledger->gpu[g->gpu].throttled_ns, now - t0);
       return;
     }
-    futex_wait(&b->seq, seq, wait && wait < WAIT_NS ? wait : WAIT_NS);
+    futex_wait(&b->wake[g->row], seq, wait && wait < WAIT_NS ? wait : WAIT_NS);
     now = gs__mono_ns();
   }
 }

@@ -39,8 +39,10 @@
 #define GS_WEIGHT_FULL 1000000u
 /* A tenant without --compute shares what the others leave, and never less than this. */
 #define GS_WEIGHT_MIN 10000u
-/* A row counts as waiting while one of its processes has looked in this recently. */
-#define GS_WAIT_FRESH_NS 3000000ull
+/* A row counts as waiting while one of its processes has looked in this recently. Waiters look
+ * again at least every GS_WAIT_LOOK_NS (they are woken sooner when their turn comes). */
+#define GS_WAIT_FRESH_NS 30000000ull
+#define GS_WAIT_LOOK_NS 10000000ull
 /* A row unused for this long may be given to another tenant. */
 #define GS_ROW_STALE_NS 60000000000ull
 
@@ -86,6 +88,9 @@ struct gs_board {
   _Atomic uint64_t busy[GS_BOARD_BUSY_WORDS];
   uint8_t pad3[64];
   struct gs_board_row row[GS_BOARD_ROWS];
+  /* Futex words, one per row: a process waiting for the turn sleeps on its row's, and whoever
+   * gives the turn back bumps and wakes the row that should have it next, alone. */
+  _Atomic uint32_t wake[GS_BOARD_ROWS];
 };
 
 /* The board's layout, pinned: every process of every tenant on the GPU maps it, possibly
@@ -101,7 +106,7 @@ _Static_assert(offsetof(struct gs_board_row, credit_ns) == 96, "bump GS_BOARD_VE
 _Static_assert(offsetof(struct gs_board_row, credit_at_ns) == 104, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board_row, waiting_ns) == 112, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board_row, active_ns) == 120, "bump GS_BOARD_VERSION");
-_Static_assert(sizeof(struct gs_board) == 512 + 128 * 1024,
+_Static_assert(sizeof(struct gs_board) == 512 + 128 * 1024 + 4 * 1024,
                "gs_board changed: bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, version) == 8, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, size) == 12, "bump GS_BOARD_VERSION");
@@ -117,6 +122,7 @@ _Static_assert(offsetof(struct gs_board, gating) == 192, "bump GS_BOARD_VERSION"
 _Static_assert(offsetof(struct gs_board, busy_summary) == 256, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, busy) == 320, "bump GS_BOARD_VERSION");
 _Static_assert(offsetof(struct gs_board, row) == 512, "bump GS_BOARD_VERSION");
+_Static_assert(offsetof(struct gs_board, wake) == 512 + 128 * 1024, "bump GS_BOARD_VERSION");
 
 /* A turn word: the holder's pid in bits 0-31, its row in bits 32-41, a generation above. */
 #define GS_TURN_GEN_MASK 0x3fffffu
@@ -211,8 +217,13 @@ uint32_t gs_board_weight(struct gs_board *b, int row, uint64_t now);
 
 /* Takes the free turn for (row, pid): the turn word, or 0 if someone else has it. */
 uint64_t gs_board_take(struct gs_board *b, int row, pid_t pid, uint64_t now);
-/* Gives the turn back (only if `turn` still holds it) and wakes nobody: the caller does. */
+/* Gives the turn back (only if `turn` still holds it) and wakes nobody: the caller does, with
+ * gs_board_wake_next. */
 bool gs_board_release(struct gs_board *b, uint64_t turn);
+/* After the turn was given back: bumps the wake word of the row that should have it next (if
+ * any waits) and returns that word for the caller to wake; NULL when nobody waits. */
+_Atomic uint32_t *gs_board_wake_next(struct gs_board *b, uint64_t now);
+
 /* Takes the turn from a holder of lower priority than row, at once: the holder keeps at most
  * one kernel in flight while a higher priority is about (see preload/compute-gate-turn.c), so the
  * new holder's work waits behind no more than that. 0 when the holder is not lower. */

@@ -33,7 +33,7 @@ BOARD_MAGIC = 0x314452414F425347
 BOARD_VERSION = 3
 BOARD_ROWS = 1024
 BOARD_ROW_AT, BOARD_ROW_SIZE = 512, 128
-BOARD_SIZE = BOARD_ROW_AT + BOARD_ROWS * BOARD_ROW_SIZE
+BOARD_SIZE = BOARD_ROW_AT + BOARD_ROWS * BOARD_ROW_SIZE + BOARD_ROWS * 4   # rows, then a wake word each
 _BOARD_HEAD = struct.Struct("<QII96sIIQII")       # magic .. gen, rows_used
 BOARD_ROWS_USED_AT = 132
 ROW_FREE, ROW_LIVE = 0, 2
@@ -50,7 +50,7 @@ def board_header(raw):
 def board_rows(raw):
     """How many rows the board file holds, from the size in its own header: a reader of any
     version's board (the tests that fill one must fill all of it, whatever it is)."""
-    return (board_header(raw)["size"] - BOARD_ROW_AT) // BOARD_ROW_SIZE
+    return (board_header(raw)["size"] - BOARD_ROW_AT) // (BOARD_ROW_SIZE + 4)
 
 
 def board_row(raw, i):
