@@ -62,6 +62,7 @@ def parse_args():
     p.add_argument("--kernel-us", type=int, default=2000, help="a busy tenant's kernel length (default 2000)")
     p.add_argument("--idle-every", type=float, default=10.0,
                    help="seconds between an idle tenant's kernels (default 10)")
+    p.add_argument("--slice-ms", type=int, help="the busy tenants' --slice-ms (default: the default turn, 20 ms)")
     p.add_argument("--check", action="store_true", help="exit 3 when a target is missed")
     a = p.parse_args()
     if not 1 <= a.busy <= a.tenants:
@@ -75,7 +76,7 @@ def tenant_argv(a, i, busy, start_ns, seconds, window):
     wl = [str(a.build / "bin" / "gpusim-workload"), "busy", "--seconds", f"{seconds:.3f}",
           "--start-at-ns", str(start_ns), "--window-start-ns", str(window[0]), "--window-end-ns", str(window[1])]
     if busy:
-        opts = ["--compute", "3", "--compute-policy", "cap"]
+        opts = ["--compute", "3", "--compute-policy", "cap"] + (["--slice-ms", str(a.slice_ms)] if a.slice_ms else [])
         wl += ["--kernel-us", str(a.kernel_us)]
     else:
         opts = ["--compute", "1"]
@@ -124,10 +125,14 @@ def main():
         procs, start, window = start_tenants(a, env)
         while time.monotonic_ns() < window[0]:
             time.sleep(0.05)
-        c0, t0 = RD.proc_cpu_s(daemon.pid), time.monotonic()
+        c0, t0, h0 = RD.proc_cpu_s(daemon.pid), time.monotonic(), RD.health(sock)
         while time.monotonic_ns() < window[1]:
             time.sleep(0.05)
-        cpu = 100.0 * (RD.proc_cpu_s(daemon.pid) - c0) / (time.monotonic() - t0)
+        h1, span = RD.health(sock), time.monotonic() - t0
+        cpu = 100.0 * (RD.proc_cpu_s(daemon.pid) - c0) / span
+        sampling = h1["sample_seconds_total"] - h0["sample_seconds_total"]
+        nvml = h1["nvml_seconds_total"] - h0["nvml_seconds_total"]
+        cpu_own = cpu * (1 - nvml / sampling) if sampling > 0 else cpu
         rows_live = live_rows(root / "state")
         lines = []
         for busy, p in procs:
@@ -145,7 +150,7 @@ def main():
                 os.killpg(p.pid, signal.SIGKILL)
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(timeout=60)
-    return report(a, lines, cpu, rows_live)
+    return report(a, lines, cpu, cpu_own, rows_live)
 
 
 def live_rows(state):
@@ -157,7 +162,7 @@ def live_rows(state):
     return sum(1 for i in range(board_header(raw)["rows_used"]) if board_row(raw, i)[0] == 2)
 
 
-def report(a, lines, cpu, rows_live):
+def report(a, lines, cpu, cpu_own, rows_live):
     shares = [100.0 * x["window_kernel_seconds"] / a.seconds for busy, x in lines if busy]
     device = 100.0 * sum(x["window_kernel_seconds"] for _, x in lines) / a.seconds
     idle_kernels = sum(x["kernels"] for busy, x in lines if not busy)
@@ -171,10 +176,12 @@ def report(a, lines, cpu, rows_live):
     print(f"device busy: {device:.2f}% of the window (target >= {BUSY_TARGET_PCT:g}%): "
           f"{'met' if verdicts['device_busy'] else 'MISSED'}; idle tenants' kernels: {idle_kernels}")
     print(f"daemon CPU at 1 s sampling: {cpu:.2f}% of a core (target < {CPU_TARGET_PCT:g}%): "
-          f"{'met' if verdicts['daemon_cpu'] else 'MISSED'}")
+          f"{'met' if verdicts['daemon_cpu'] else 'MISSED'}; without the time in NVML calls (the "
+          f"simulated NVML, a test double, runs in the daemon): {cpu_own:.2f}%")
     print(json.dumps({"benchmark": "density", "tenants": a.tenants, "busy": a.busy, "window_s": a.seconds,
+                      "slice_ms": a.slice_ms,
                       "kernel_us": a.kernel_us, "idle_every_s": a.idle_every, "busy_shares_pct": shares,
-                      "device_busy_pct": device, "daemon_cpu_pct": cpu, "board_rows_live": rows_live,
+                      "device_busy_pct": device, "daemon_cpu_pct": cpu, "daemon_cpu_pct_without_nvml": cpu_own, "board_rows_live": rows_live,
                       "idle_kernels": idle_kernels, "verdicts": verdicts}))
     return 3 if a.check and not all(verdicts.values()) else 0
 
