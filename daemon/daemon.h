@@ -165,8 +165,10 @@ struct verify_proc;
 /* The GPU's compute processes with their usedGpuMemory into out (room for cap; tenant -1,
  * sm_pct 0). Returns how many, or -1 when NVML cannot say (or there are more than cap). */
 int nvml_processes(struct nvml *n, int index, struct verify_proc *out, int cap);
-/* Fills the sm_pct of p[] from NVML's per-process utilization since the last call. */
-void nvml_process_util(struct nvml *n, int index, struct verify_proc *p, int np);
+/* Fills the sm_pct of p[] from NVML's per-process utilization since the last call, and appends
+ * (up to cap) an entry marked gone, tenant -1, for each process with a sample that p[] lacks:
+ * one that has ended since it ran. Returns the new count. */
+int nvml_process_util(struct nvml *n, int index, struct verify_proc *p, int np, int cap);
 
 /* ---- watched processes (proc-watch.c) ---- */
 
@@ -207,6 +209,7 @@ struct tenant_gpu {
    * nothing in, since an open gate measures nothing (sampler_gpu_time). */
   uint64_t gpu_ns, gate_ns, gate_seen_ns;
   bool gate_seen;
+  uint64_t nvml_ns; /* device time NVML's readings gave it since the sampler last counted */
   uint32_t share_ppm;
   uint64_t last_gpu_ns, last_throttled_ns; /* at the previous interval row */
   /* What NVML says, from the verifier (verifier.c): the tenant's processes' usedGpuMemory and
@@ -357,6 +360,8 @@ unsigned registry_compute_above_ceiling(const struct tenant *t, const uint32_t *
 void registry_set_compute_ceiling(struct tenant *t);
 /* Reads every tenant's ledger into t->gpu; marks those whose owner has gone as exited. */
 void registry_sample(struct registry *r);
+/* Reads tenant t's ledger again, as a sample does (its usage and its gates' device time). */
+void registry_sample_one(struct tenant *t);
 
 /* True when the tenant's rows (snapshot, usage ledger) include GPU g: it has used it or has a
  * limit there. A tenant that has touched none gets GPU 0, so that it always has a row. */
@@ -460,10 +465,9 @@ struct daemon {
   struct verify_seen *vseen;
   int nseen, nseen_sorted, seen_cap;
   uint64_t vseen_sig;
-  uint64_t vsample;                     /* the verifier's runs, counted */
-  bool vutil_fresh[GS_LEDGER_MAX_GPUS]; /* NVML's utilization was read for that GPU this sample */
-  double gpu_time_mono;                 /* when device time was last counted */
-  uint64_t verify_ns_total;             /* time the verifier took, all in all */
+  uint64_t vsample;                          /* the verifier's runs, counted */
+  uint64_t util_read_ns[GS_LEDGER_MAX_GPUS]; /* when NVML's utilization was last read, per GPU */
+  uint64_t verify_ns_total;                  /* time the verifier took, all in all */
   struct cuda *cuda;  /* the CUDA driver, loaded at the first suspend (gpu-cuda.c) */
   int suspend_tfd;    /* the watcher's timer (suspend-watch.c), -1 before */
   bool suspend_armed; /* ... armed: some tenant is suspended or resuming */
@@ -510,6 +514,10 @@ void verify_seen_release(struct daemon *d);
 /* Checks NVML's per-process accounting against every tenant's limits: violations into the
  * tenants' gpu[], the log, the usage ledger, and the configured action. */
 void verifier_run(struct daemon *d);
+/* Reads NVML's per-process utilization since the last reading and adds each tenant's share to
+ * its nvml_ns, acting on nothing: for a tenant that ends between samples, so that its last
+ * moments are counted before its final interval is written. */
+void verifier_account(struct daemon *d);
 void verifier_release(struct daemon *d);
 
 /* api-http.c */

@@ -350,17 +350,22 @@ static unsigned util_samples(struct nvml *n, int index, nvmlProcessUtilizationSa
   return count;
 }
 
-void nvml_process_util(struct nvml *n, int index, struct verify_proc *p, int np)
+int nvml_process_util(struct nvml *n, int index, struct verify_proc *p, int np, int cap)
 {
-  if (!n->fn.proc_util || np == 0)
-    return;
+  int nall = np;
+  if (!n->fn.proc_util)
+    return np;
   _cleanup_free_ nvmlProcessUtilizationSample_t *s = NULL;
   unsigned count = util_samples(n, index, &s);
-  _cleanup_free_ unsigned *samples = xcalloc((size_t) np, sizeof(*samples));
-  _cleanup_free_ unsigned *sum = xcalloc((size_t) np, sizeof(*sum));
+  _cleanup_free_ unsigned *samples = xcalloc((size_t) cap, sizeof(*samples));
+  _cleanup_free_ unsigned *sum = xcalloc((size_t) cap, sizeof(*sum));
   /* A process with several samples in the window gets their mean. */
   for (unsigned i = 0; i < count; i++) {
-    struct verify_proc *v = proc_find(p, np, (pid_t) s[i].pid);
+    struct verify_proc *v = proc_find(p, nall, (pid_t) s[i].pid);
+    if (!v && nall < cap) {
+      v = &p[nall++];
+      *v = (struct verify_proc){ .pid = (pid_t) s[i].pid, .tenant = -1, .gone = true };
+    }
     if (v) {
       sum[v - p] += s[i].smUtil > 100 ? 100 : s[i].smUtil;
       samples[v - p]++;
@@ -368,7 +373,7 @@ void nvml_process_util(struct nvml *n, int index, struct verify_proc *p, int np)
     if (s[i].timeStamp > n->util_seen[index])
       n->util_seen[index] = s[i].timeStamp;
   }
-  for (int i = 0; i < np; i++)
+  for (int i = 0; i < nall; i++)
     p[i].sm_pct = samples[i] ? sum[i] / samples[i] : 0;
   /* The next call asks for what came after this one, samples or not, so that each reading is
    * about the interval since the last (what the sampler counts device time over). */
@@ -377,4 +382,5 @@ void nvml_process_util(struct nvml *n, int index, struct verify_proc *p, int np)
   unsigned long long now_us = (unsigned long long) ts.tv_sec * 1000000ull + ts.tv_nsec / 1000;
   if (now_us > n->util_seen[index])
     n->util_seen[index] = now_us;
+  return nall;
 }

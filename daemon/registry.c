@@ -486,6 +486,11 @@ static bool tenant_sample(struct tenant *t)
   return true;
 }
 
+void registry_sample_one(struct tenant *t)
+{
+  tenant_sample(t);
+}
+
 void registry_sample(struct registry *r)
 {
   for (int i = 0; i < r->n; i++)

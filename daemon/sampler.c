@@ -155,11 +155,44 @@ void sampler_adopt(struct daemon *d)
       suspend_adopted(d, d->reg.v[i]);
 }
 
+/* Counts tenant t's device time since it was last counted: what its gates measured, or, where
+ * they measured nothing (open gates measure nothing: no tenant on the GPU needs turns), what
+ * NVML's readings of its processes' utilization gave it meanwhile (verifier.c). The first
+ * reading of a ledger is taken whole: it is what the tenant used before the daemon knew it. */
+static void gpu_time_count(struct tenant *t)
+{
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
+    struct tenant_gpu *tg = &t->gpu[g];
+    uint64_t add = tg->gate_ns >= tg->gate_seen_ns ? tg->gate_ns - tg->gate_seen_ns : tg->gate_ns;
+    if (!tg->gate_seen)
+      add = tg->gate_ns > tg->gpu_ns ? tg->gate_ns - tg->gpu_ns : 0;
+    else if (!add)
+      add = tg->nvml_ns;
+    tg->gpu_ns += add;
+    tg->nvml_ns = 0;
+    tg->gate_seen_ns = tg->gate_ns;
+    tg->gate_seen = true;
+  }
+}
+
+static void sampler_gpu_time(struct daemon *d)
+{
+  for (int i = 0; i < d->reg.n; i++)
+    gpu_time_count(d->reg.v[i]);
+}
+
 void sampler_end_tenant(struct daemon *d, struct tenant *t, int exit_status)
 {
   gs_error_t err = NULL;
   double now = daemon_now_unix();
   t->exit_status = exit_status;
+  /* Its last moments since the last sample: its ledger read again and NVML's readings, so that
+   * the final interval carries them. */
+  if (!t->exited) {
+    registry_sample_one(t);
+    verifier_account(d);
+    gpu_time_count(t);
+  }
   if (usage_db_interval(d->db, &t, 1, d->snap.ngpus, d->gpu_totals, now, &err) < 0 ||
       usage_db_tenant_end(d->db, t, now, &err) < 0) {
     GS_LOG(GS_LOG_ERROR, "tenant '%s': %s", t->name, err->msg);
@@ -176,28 +209,6 @@ static void end_exited(struct daemon *d)
   for (int i = d->reg.n - 1; i >= 0; i--)
     if (d->reg.v[i]->exited)
       sampler_end_tenant(d, d->reg.v[i], -1);
-}
-
-/* Counts each tenant's device time for the interval: what its gates measured, or, where they
- * measured nothing (open gates measure nothing: no tenant on the GPU needs turns), NVML's
- * smUtil for its processes over the interval, as the verifier read it. The first reading of a
- * ledger is taken whole: it is what the tenant used before the daemon knew it. */
-static void sampler_gpu_time(struct daemon *d)
-{
-  double now = daemon_now_mono(), dt = d->gpu_time_mono ? now - d->gpu_time_mono : 0;
-  d->gpu_time_mono = now;
-  for (int i = 0; i < d->reg.n; i++)
-    for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
-      struct tenant_gpu *tg = &d->reg.v[i]->gpu[g];
-      uint64_t add = tg->gate_ns >= tg->gate_seen_ns ? tg->gate_ns - tg->gate_seen_ns : tg->gate_ns;
-      if (!tg->gate_seen)
-        add = tg->gate_ns > tg->gpu_ns ? tg->gate_ns - tg->gpu_ns : 0;
-      else if (!add && g < d->snap.ngpus && d->vutil_fresh[g])
-        add = (uint64_t) ((double) tg->nvml_ppm * 1e-3 * dt * 1e6); /* ppm of dt seconds, in ns */
-      tg->gpu_ns += add;
-      tg->gate_seen_ns = tg->gate_ns;
-      tg->gate_seen = true;
-    }
 }
 
 int sampler_run(struct daemon *d)

@@ -284,14 +284,46 @@ static void check_tenant(struct daemon *d, int ti, int g, struct verify_proc *p,
   }
 }
 
+/* The ended processes NVML still had samples of belong to the tenant they were found to be
+ * of while they ran (the verdict the verifier keeps until its next sweep). */
+static void attribute_gone(struct daemon *d, struct verify_proc *p, int from, int to)
+{
+  for (int i = from; i < to; i++) {
+    const struct verify_seen *s = verify_seen_find(d, p[i].pid);
+    p[i].tenant = s && s->tenant != VERIFY_UNKNOWN ? s->tenant : -1;
+  }
+}
+
+/* Adds to each tenant's nvml_ns its processes' utilization (gone ones included) over the time
+ * since GPU g's last reading. */
+static void account(struct daemon *d, int g, const struct verify_proc *p, int nall)
+{
+  uint64_t now = mono_ns(), span = d->util_read_ns[g] ? now - d->util_read_ns[g] : 0;
+  d->util_read_ns[g] = now;
+  for (int i = 0; i < nall; i++)
+    if (p[i].tenant >= 0 && p[i].tenant < d->reg.n)
+      d->reg.v[p[i].tenant]->gpu[g].nvml_ns += p[i].sm_pct * span / 100;
+}
+
+/* NVML's processes on GPU g, placed and with their utilization; -1 when NVML cannot say. The
+ * first np of p[] are listed processes, the rest up to the count returned ended ones. */
+static int read_gpu(struct daemon *d, int g, int nroots, struct slot_table *st, int *np)
+{
+  *np = nvml_processes(d->nvml, g, d->vprocs, VERIFY_PROCS_MAX);
+  if (*np < 0)
+    return -1;
+  attribute(d, d->vprocs, *np, nroots, st);
+  int nall = nvml_process_util(d->nvml, g, d->vprocs, *np, VERIFY_PROCS_MAX);
+  attribute_gone(d, d->vprocs, *np, nall);
+  account(d, g, d->vprocs, nall);
+  return nall;
+}
+
 static void verify_gpu(struct daemon *d, int g, int nroots, struct slot_table *st)
 {
-  int np = nvml_processes(d->nvml, g, d->vprocs, VERIFY_PROCS_MAX);
-  if (np < 0)
+  int np;
+  if (read_gpu(d, g, nroots, st, &np) < 0)
     return; /* NVML cannot say: the last verdicts stand */
-  attribute(d, d->vprocs, np, nroots, st);
-  nvml_process_util(d->nvml, g, d->vprocs, np);
-  d->vutil_fresh[g] = true;
   for (int ti = 0; ti < d->reg.n; ti++)
     if (!d->reg.v[ti]->exited)
       check_tenant(d, ti, g, d->vprocs, np);
@@ -311,13 +343,23 @@ void verifier_run(struct daemon *d)
   d->vseen_sig = sig;
   d->vsample++;
   struct slot_table st = { 0 };
-  for (int g = 0; g < d->snap.ngpus; g++) {
-    d->vutil_fresh[g] = false;
+  for (int g = 0; g < d->snap.ngpus; g++)
     verify_gpu(d, g, nroots, &st);
-  }
   free(st.v);
   verify_seen_sweep(d);
   d->verify_ns_total += mono_ns() - t0;
+}
+
+void verifier_account(struct daemon *d)
+{
+  int np;
+  if (d->cfg.verify != VERIFY_ON || !d->vprocs)
+    return; /* nothing read yet: the first run's reading covers it */
+  int nroots = build_roots(d);
+  struct slot_table st = { 0 };
+  for (int g = 0; g < d->snap.ngpus; g++)
+    read_gpu(d, g, nroots, &st, &np);
+  free(st.v);
 }
 
 void verifier_release(struct daemon *d)

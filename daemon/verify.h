@@ -33,6 +33,7 @@ struct verify_proc {
   unsigned sm_pct;     /* smUtil over the last window, 0 when NVML had no sample */
   int tenant;          /* index of the owning tenant, -1 for none */
   bool offender;       /* picked by verify_pick_* */
+  bool gone;           /* NVML has a utilization sample for it but lists it no more: it ended */
 };
 
 /* A tenant's owner: its processes are this one and its descendants. */

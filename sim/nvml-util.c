@@ -219,32 +219,27 @@ static uint64_t sample_window_start(uint64_t now_mono, uint64_t now_real,
   return seen_mono > from ? seen_mono : from;
 }
 
-/* Fills out with one sample per live process that kept the device busy in the window. */
+/* Fills out with one sample per process that kept the device busy in the window, as NVIDIA's
+ * driver keeps its samples: a process that has exited since still has its last ones. */
 static unsigned int samples_collect(int d, unsigned long long last_seen_us,
                                     nvmlProcessUtilizationSample_t *out)
 {
-  struct gpusim_shared *s = gpusim_state(NULL);
   uint64_t now = gpusim_now_ns(), now_real = realtime_ns();
   uint64_t from = sample_window_start(now, now_real, last_seen_us);
-  unsigned int n = 0;
+  pid_t pids[GPUSIM_MAX_PROCS];
+  uint64_t busy[GPUSIM_MAX_PROCS];
   if (from >= now)
     return 0;
-  for (int i = 0; i < GPUSIM_MAX_PROCS; i++) {
-    struct gpusim_proc *p = &s->proc[i];
-    if (atomic_load(&p->state) != GPUSIM_SLOT_LIVE)
-      continue;
-    uint64_t busy = gpusim_busy_ns(d, from, now, p->pid);
-    if (busy == 0)
-      continue;
-    uint64_t pct = (busy * 100 + (now - from) / 2) / (now - from);
-    memset(&out[n], 0, sizeof(out[n]));
-    out[n].pid = (unsigned) p->pid;
-    out[n].timeStamp = now_real / 1000ULL;
-    out[n].smUtil = pct > 100 ? 100 : (unsigned) pct;
-    out[n].memUtil = mem_util_of(out[n].smUtil);
-    n++;
+  int n = gpusim_busy_by_pid(d, from, now, pids, busy, GPUSIM_MAX_PROCS);
+  for (int i = 0; i < n; i++) {
+    uint64_t pct = (busy[i] * 100 + (now - from) / 2) / (now - from);
+    memset(&out[i], 0, sizeof(out[i]));
+    out[i].pid = (unsigned) pids[i];
+    out[i].timeStamp = now_real / 1000ULL;
+    out[i].smUtil = pct > 100 ? 100 : (unsigned) pct;
+    out[i].memUtil = mem_util_of(out[i].smUtil);
   }
-  return n;
+  return (unsigned int) n;
 }
 
 /* As in NVML: with utilization NULL the call reports the number of samples it has and

@@ -503,6 +503,33 @@ uint64_t gpusim_busy_ns(int d, uint64_t from, uint64_t to, pid_t pid)
   return busy;
 }
 
+int gpusim_busy_by_pid(int d, uint64_t from, uint64_t to, pid_t *pids, uint64_t *busy, int max)
+{
+  struct gpusim_dev *dev = &g_state->dev[d];
+  int n = 0;
+  exec_lock(dev);
+  uint64_t count = dev->ring_count < GPUSIM_RING ? dev->ring_count : GPUSIM_RING;
+  for (uint64_t k = 0; k < count; k++) {
+    const struct gpusim_interval *iv = &dev->ring[(dev->ring_count - 1 - k) % GPUSIM_RING];
+    if (iv->end_ns <= from)
+      break; /* intervals are in time order */
+    uint64_t s = iv->start_ns > from ? iv->start_ns : from, e = iv->end_ns < to ? iv->end_ns : to;
+    if (e <= s)
+      continue;
+    int i = 0;
+    while (i < n && pids[i] != iv->pid)
+      i++; /* a window holds few processes' kernels; the last one seen is usually first */
+    if (i == n && n < max) {
+      pids[n] = iv->pid;
+      busy[n++] = 0;
+    }
+    if (i < n)
+      busy[i] += e - s;
+  }
+  pthread_mutex_unlock(&dev->exec_lock);
+  return n;
+}
+
 uint64_t gpusim_busy_total_ns(int d, uint64_t now)
 {
   struct gpusim_dev *dev = &g_state->dev[d];

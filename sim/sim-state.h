@@ -200,6 +200,10 @@ void gpusim_xid_record(int dev, uint64_t xid);
 
 /* Busy nanoseconds on the device in [from, to), for one pid or for all (pid == 0). */
 uint64_t gpusim_busy_ns(int dev, uint64_t from, uint64_t to, pid_t pid);
+/* Device dev's busy time in [from, to) per process, in one pass over its timeline: fills
+ * pids[] and busy[] (room for max) with each process that ran in the window, whether it still
+ * runs or not, and returns how many. */
+int gpusim_busy_by_pid(int dev, uint64_t from, uint64_t to, pid_t *pids, uint64_t *busy, int max);
 
 /* Busy fraction over the sample period that NVML reports: GPUSIM_UTIL_PERIOD_MS, default 1000. */
 uint64_t gpusim_util_period_ns(void);
