@@ -39,10 +39,7 @@ struct cuda {
   CUcontext ctx[GS_LEDGER_MAX_GPUS]; /* primary contexts, retained at the first hold */
 };
 
-static const struct sym {
-  size_t offset;
-  const char *name;
-} syms[] = {
+static const struct gs_driver_sym syms[] = {
   { offsetof(struct cuda_fns, init), "cuInit" },
   { offsetof(struct cuda_fns, error_name), "cuGetErrorName" },
   { offsetof(struct cuda_fns, get_state), "cuCheckpointProcessGetState" },
@@ -60,49 +57,25 @@ static const struct sym {
 _Static_assert(sizeof(syms) / sizeof(syms[0]) == sizeof(struct cuda_fns) / sizeof(void (*)(void)),
                "one symbol per table entry");
 
-static char *library_path(gs_error_t *err)
-{
-  struct gs_paths paths;
-  struct gs_driver drv;
-  char *path = NULL;
-  if (gs_paths_find(&paths, "/proc/self/exe", err) < 0)
-    return NULL;
-  if (gs_driver_find(&drv, &paths, NULL, err) == 0 && gs_driver_check(&drv, err) == 0)
-    path = xstrdup(drv.cuda);
-  gs_driver_release(&drv);
-  gs_paths_release(&paths);
-  return path;
-}
-
-static int resolve(struct cuda *c, const char *path, gs_error_t *err)
-{
-  for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-    void *f = dlsym(c->lib, syms[i].name);
-    if (!f)
-      return gs_make_error(err, 0,
-                           "%s has no %s: suspending needs driver r570 (CUDA 12.8) or later", path,
-                           syms[i].name);
-    memcpy((char *) &c->fn + syms[i].offset, &f, sizeof(f));
-  }
-  return 0;
-}
-
 int cuda_open(struct cuda **out, gs_error_t *err)
 {
-  _cleanup_free_ char *path = library_path(err);
-  if (!path)
-    return -1;
+  _cleanup_free_ char *path = NULL;
+  const char *missing = NULL;
   struct cuda *c = xcalloc(1, sizeof(*c));
-  c->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  c->lib = gs_driver_open(GS_DRIVER_LIB_CUDA, &path, err);
   if (!c->lib) {
-    gs_make_error(err, 0, "cannot load the CUDA driver %s: %s", path, dlerror());
+    gs_error_prepend(err, "the CUDA driver");
     free(c);
     return -1;
   }
   CUresult r = CUDA_SUCCESS;
-  if (resolve(c, path, err) < 0 || (r = c->fn.init(0)) != CUDA_SUCCESS) {
-    if (!*err)
-      gs_make_error(err, 0, "cuInit: %s", cuda_error_name(c, r));
+  size_t n = sizeof(syms) / sizeof(syms[0]);
+  if (gs_driver_resolve(c->lib, syms, n, n, &c->fn, &missing) < 0)
+    gs_make_error(err, 0, "%s has no %s: suspending needs driver r570 (CUDA 12.8) or later", path,
+                  missing);
+  else if ((r = c->fn.init(0)) != CUDA_SUCCESS)
+    gs_make_error(err, 0, "cuInit: %s", cuda_error_name(c, r));
+  if (*err) {
     dlclose(c->lib);
     free(c);
     return -1;

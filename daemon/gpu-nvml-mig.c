@@ -4,7 +4,8 @@
  * GPU without MIG, gives no instances. */
 #include "daemon.h"
 
-#include <dlfcn.h>
+#include <gpuslice/driver.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,7 @@
 
 void nvml_mig_open(struct nvml_mig *m, void *lib)
 {
-  static const struct {
-    size_t offset;
-    const char *name;
-  } syms[] = {
+  static const struct gs_driver_sym syms[] = {
     { offsetof(struct nvml_mig, mode), "nvmlDeviceGetMigMode" },
     { offsetof(struct nvml_mig, max), "nvmlDeviceGetMaxMigDeviceCount" },
     { offsetof(struct nvml_mig, handle), "nvmlDeviceGetMigDeviceHandleByIndex" },
@@ -27,15 +25,11 @@ void nvml_mig_open(struct nvml_mig *m, void *lib)
   };
   _Static_assert(sizeof(syms) / sizeof(syms[0]) == sizeof(struct nvml_mig) / sizeof(void (*)(void)),
                  "one symbol per table entry");
+  const char *missing = NULL;
+  size_t n = sizeof(syms) / sizeof(syms[0]);
   memset(m, 0, sizeof(*m));
-  for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-    void *f = dlsym(lib, syms[i].name);
-    if (!f) {
-      memset(m, 0, sizeof(*m));
-      return;
-    }
-    memcpy((char *) m + syms[i].offset, &f, sizeof(f));
-  }
+  if (gs_driver_resolve(lib, syms, n, n, m, &missing) < 0)
+    memset(m, 0, sizeof(*m)); /* all of them or none */
 }
 
 /* "NVIDIA H100 80GB HBM3 MIG 1g.10gb" -> "1g.10gb"; "... MIG 1c.3g.40gb" -> "3g.40gb": the

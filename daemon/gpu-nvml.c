@@ -33,10 +33,7 @@ struct nvml {
 };
 
 #define NVML_REQUIRED 15
-static const struct sym {
-  size_t offset;
-  const char *name;
-} syms[] = {
+static const struct gs_driver_sym syms[] = {
   { offsetof(struct nvml_fns, init), "nvmlInit_v2" },
   { offsetof(struct nvml_fns, shutdown), "nvmlShutdown" },
   { offsetof(struct nvml_fns, error_string), "nvmlErrorString" },
@@ -80,32 +77,12 @@ static const struct sym {
 _Static_assert(sizeof(syms) / sizeof(syms[0]) == sizeof(struct nvml_fns) / sizeof(void (*)(void)),
                "one symbol per table entry");
 
-/* The library to load, as include/gpuslice/driver.h decides: the simulated one when GPUSLICE_SIM is
- * set (after checking its device list, so that a bad one is said in one line), else the
- * system's. */
-static char *library_path(gs_error_t *err)
-{
-  struct gs_paths paths;
-  struct gs_driver drv;
-  char *path = NULL;
-  if (gs_paths_find(&paths, "/proc/self/exe", err) < 0)
-    return NULL;
-  if (gs_driver_find(&drv, &paths, NULL, err) == 0 && gs_driver_check(&drv, err) == 0)
-    path = xstrdup(drv.nvml);
-  gs_driver_release(&drv);
-  gs_paths_release(&paths);
-  return path;
-}
-
 static int resolve(struct nvml *n, gs_error_t *err)
 {
-  for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-    dlerror();
-    void *f = dlsym(n->lib, syms[i].name);
-    if (!f && i < NVML_REQUIRED)
-      return gs_make_error(err, 0, "NVML has no %s: %s", syms[i].name, dlerror());
-    memcpy((char *) &n->fn + syms[i].offset, &f, sizeof(f));
-  }
+  const char *missing = NULL;
+  if (gs_driver_resolve(n->lib, syms, sizeof(syms) / sizeof(syms[0]), NVML_REQUIRED, &n->fn,
+                        &missing) < 0)
+    return gs_make_error(err, 0, "NVML has no %s", missing);
   return 0;
 }
 
@@ -141,15 +118,16 @@ static int discover(struct nvml *n, gs_error_t *err)
 
 int nvml_open(struct nvml **out, gs_error_t *err)
 {
-  _cleanup_free_ char *path = library_path(err);
-  if (!path)
-    return -1;
+  _cleanup_free_ char *path = NULL;
   struct nvml *n = xcalloc(1, sizeof(*n));
-  n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  n->lib = gs_driver_open(GS_DRIVER_LIB_NVML, &path, err);
   if (!n->lib) {
-    gs_make_error(err, 0,
-                  "no NVIDIA driver: cannot load %s (set GPUSLICE_SIM to run on the simulated GPU)",
-                  path);
+    if (path) { /* it was found and would not load: say so as the user can act on it */
+      gs_error_release(err);
+      gs_make_error(
+        err, 0, "no NVIDIA driver: cannot load %s (set GPUSLICE_SIM to run on the simulated GPU)",
+        path);
+    }
     free(n);
     return -1;
   }

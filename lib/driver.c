@@ -113,3 +113,39 @@ void gs_driver_release(struct gs_driver *d)
   free(d->nvml);
   memset(d, 0, sizeof(*d));
 }
+
+void *gs_driver_open(enum gs_driver_lib which, char **path, gs_error_t *err)
+{
+  struct gs_paths paths;
+  struct gs_driver drv;
+  void *lib = NULL;
+  if (path)
+    *path = NULL;
+  if (gs_paths_find(&paths, "/proc/self/exe", err) < 0)
+    return NULL;
+  if (gs_driver_find(&drv, &paths, NULL, err) == 0 && gs_driver_check(&drv, err) == 0) {
+    const char *name = which == GS_DRIVER_LIB_CUDA ? drv.cuda : drv.nvml;
+    lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+      gs_make_error(err, 0, "cannot load %s: %s", name, dlerror());
+    if (path)
+      *path = strdup(name);
+  }
+  gs_driver_release(&drv);
+  gs_paths_release(&paths);
+  return lib;
+}
+
+int gs_driver_resolve(void *lib, const struct gs_driver_sym *syms, size_t n, size_t required,
+                      void *table, const char **missing)
+{
+  for (size_t i = 0; i < n; i++) {
+    void *f = dlsym(lib, syms[i].name);
+    if (!f && i < required) {
+      *missing = syms[i].name;
+      return -1;
+    }
+    memcpy((char *) table + syms[i].offset, &f, sizeof(f));
+  }
+  return 0;
+}

@@ -54,10 +54,7 @@ struct fns {
   nvmlReturn_t (*mig_gi_id)(nvmlDevice_t, unsigned int *);
 };
 
-static const struct sym {
-  size_t offset;
-  const char *name;
-} syms[] = {
+static const struct gs_driver_sym syms[] = {
   { offsetof(struct fns, init), "nvmlInit_v2" },
   { offsetof(struct fns, shutdown), "nvmlShutdown" },
   { offsetof(struct fns, error_string), "nvmlErrorString" },
@@ -110,35 +107,21 @@ static int nvml_error(const struct gs_mig_nvml *n, nvmlReturn_t r, gs_error_t *e
 
 static int load(struct gs_mig_nvml *n, gs_error_t *err)
 {
-  struct gs_paths paths;
-  struct gs_driver drv;
-  int r = -1;
-  if (gs_paths_find(&paths, "/proc/self/exe", err) < 0)
+  char *path = NULL;
+  const char *missing = NULL;
+  n->lib = gs_driver_open(GS_DRIVER_LIB_NVML, &path, err);
+  if (!n->lib && path) {
+    gs_error_release(err);
+    gs_make_error(err, 0,
+                  "no NVIDIA driver: cannot load %s (set GPUSLICE_SIM to run on the simulated GPU)",
+                  path);
+  }
+  free(path);
+  if (!n->lib)
     return -1;
-  if (gs_driver_find(&drv, &paths, NULL, err) == 0 && gs_driver_check(&drv, err) == 0) {
-    n->lib = dlopen(drv.nvml, RTLD_NOW | RTLD_LOCAL);
-    if (n->lib)
-      r = 0;
-    else
-      gs_make_error(
-        err, 0, "no NVIDIA driver: cannot load %s (set GPUSLICE_SIM to run on the simulated GPU)",
-        drv.nvml);
-  }
-  gs_driver_release(&drv);
-  gs_paths_release(&paths);
-  return r;
-}
-
-static int resolve(struct gs_mig_nvml *n, gs_error_t *err)
-{
-  for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-    dlerror();
-    void *f = dlsym(n->lib, syms[i].name);
-    if (!f)
-      return gs_make_error(err, 0, "NVML has no %s (a driver without MIG management)",
-                           syms[i].name);
-    memcpy((char *) &n->fn + syms[i].offset, &f, sizeof(f));
-  }
+  size_t count = sizeof(syms) / sizeof(syms[0]);
+  if (gs_driver_resolve(n->lib, syms, count, count, &n->fn, &missing) < 0)
+    return gs_make_error(err, 0, "NVML has no %s (a driver without MIG management)", missing);
   return 0;
 }
 
@@ -167,7 +150,7 @@ int gs_mig_nvml_open(struct gs_mig_nvml **out, gs_error_t *err)
   struct gs_mig_nvml *n = calloc(1, sizeof(*n));
   if (!n)
     return gs_make_error(err, 0, "out of memory");
-  if (load(n, err) < 0 || resolve(n, err) < 0 || start(n, err) < 0) {
+  if (load(n, err) < 0 || start(n, err) < 0) {
     if (n->lib)
       dlclose(n->lib);
     free(n);

@@ -55,4 +55,24 @@ int gs_driver_check(const struct gs_driver *d, gs_error_t *err);
 
 void gs_driver_release(struct gs_driver *d);
 
+/* The two libraries of the driver. */
+enum gs_driver_lib { GS_DRIVER_LIB_CUDA, GS_DRIVER_LIB_NVML };
+
+/* Loads library `which` of the driver this program should use (gs_driver_find from the running
+ * program's install layout, checked with gs_driver_check), RTLD_NOW | RTLD_LOCAL. Returns the
+ * handle, or NULL with err; *path, when not NULL, gets what was loaded (free it), also on a
+ * failure to load. */
+void *gs_driver_open(enum gs_driver_lib which, char **path, gs_error_t *err);
+
+/* One entry of a table of a library's functions: where in the table, and the symbol. */
+struct gs_driver_sym {
+  size_t offset;
+  const char *name;
+};
+
+/* Fills a table of function pointers from lib: the first `required` symbols of syms must be
+ * there (the first missing one's name in *missing, -1), the others are NULL when missing. */
+int gs_driver_resolve(void *lib, const struct gs_driver_sym *syms, size_t n, size_t required,
+                      void *table, const char **missing);
+
 #endif

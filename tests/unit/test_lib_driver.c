@@ -204,6 +204,30 @@ static void test_driver_check_fails_on_a_library_without_the_check(void **state)
   gs_error_release(&err);
 }
 
+/* A table of a library's functions: the required ones must be there, the others may not. */
+static void test_driver_resolve_fills_a_table_and_names_a_missing_required_symbol(void **state)
+{
+  struct fns {
+    size_t (*len)(const char *);
+    int (*none)(void);
+  } t;
+  static const struct gs_driver_sym syms[] = {
+    { offsetof(struct fns, len), "strlen" },
+    { offsetof(struct fns, none), "gs_test_no_such_function" },
+  };
+  const char *missing = NULL;
+  void *lib = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  (void) state;
+  assert_non_null(lib);
+  memset(&t, 0xff, sizeof(t));
+  assert_int_equal(gs_driver_resolve(lib, syms, 2, 1, &t, &missing), 0);
+  assert_int_equal(t.len("four"), 4);
+  assert_null(t.none);
+  assert_int_equal(gs_driver_resolve(lib, syms, 2, 2, &t, &missing), -1);
+  assert_string_equal(missing, "gs_test_no_such_function");
+  dlclose(lib);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -217,6 +241,7 @@ int main(void)
     cmocka_unit_test(test_driver_check_rejects_a_bad_list_naming_the_token),
     cmocka_unit_test(test_driver_check_names_a_missing_simulator),
     cmocka_unit_test(test_driver_check_fails_on_a_library_without_the_check),
+    cmocka_unit_test(test_driver_resolve_fills_a_table_and_names_a_missing_required_symbol),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
