@@ -27,6 +27,7 @@ int cli_prices(int argc, char **argv);
 int cli_slurm(int argc, char **argv);
 int cli_suspend(int argc, char **argv);
 int cli_resume(int argc, char **argv);
+int cli_idle(int argc, char **argv);
 
 /* Prints "gpuslice: <verb>: <message>" (without "<verb>: " when verb is NULL) on stderr
  * and returns CLI_USAGE. */
@@ -52,7 +53,7 @@ int cli_tenant_operand(const char *verb, int argc, char **argv, int next, const 
 extern const struct gs_opt_table cli_main_table, cli_run_table, cli_demo_table, cli_pack_table,
   cli_plan_table, cli_ps_table, cli_gpus_table, cli_top_table, cli_usage_table, cli_set_table,
   cli_mig_table, cli_savings_table, cli_prices_table, cli_slurm_table, cli_suspend_table,
-  cli_resume_table;
+  cli_resume_table, cli_idle_table;
 
 /* A verb: its table (which names it and gives its one-line summary) and its function. */
 struct cli_verb {

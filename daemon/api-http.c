@@ -93,11 +93,12 @@ static const char *query_arg(const struct api_req *rq, const char *name)
   return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-/* POST and PATCH carry a JSON object; other methods ignore any body. */
+/* POST, PATCH and PUT carry a JSON object; other methods ignore any body. */
 static int parse_body(struct api_req *rq, const struct conn_state *cs, struct api_reply *r)
 {
   json_error_t jerr;
-  if (strcmp(rq->method, "POST") != 0 && strcmp(rq->method, "PATCH") != 0)
+  if (strcmp(rq->method, "POST") != 0 && strcmp(rq->method, "PATCH") != 0 &&
+      strcmp(rq->method, "PUT") != 0)
     return 0;
   if (cs->len == 0) {
     rq->body = json_object();

@@ -24,6 +24,9 @@ static const struct api_route routes[] = {
   { "POST", "/v1/tenants/{}/suspend", api_tenant_suspend },
   { "POST", "/v1/tenants/{}/resume", api_tenant_resume },
   { "GET", "/v1/usage", api_usage_report },
+  { "GET", "/v1/idle", api_idle_list },
+  { "GET", "/v1/idle/rules", api_idle_rules_get },
+  { "PUT", "/v1/idle/rules", api_idle_rules_put },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 

@@ -55,6 +55,9 @@ api_handler api_usage_report;
 /* api-suspend.c: rq->arg names the tenant */
 api_handler api_tenant_suspend, api_tenant_resume;
 
+/* api-idle.c */
+api_handler api_idle_list, api_idle_rules_get, api_idle_rules_put;
+
 /* A time as an RFC 3339 string in UTC, "2025-01-31T12:00:00Z". */
 json_t *api_time_json(double unix_s);
 

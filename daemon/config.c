@@ -42,6 +42,7 @@ static const char *const violation_actions[] = { "none", "signal", "kill",
 static const char *const hostname_labels[] = { "Hostname", "hostname",
                                                NULL };                  /* enum hostname_label */
 static const char *const oversubscribe_modes[] = { "off", "on", NULL }; /* enum oversubscribe */
+static const char *const idle_modes[] = { "dry-run", "act", NULL };       /* enum idle_mode */
 
 #define OFF(f) offsetof(struct daemon_config, f)
 #define SETTING .flags = GS_OPT_SETTING | GS_OPT_OWNED
@@ -107,6 +108,14 @@ static const struct gs_opt daemon_entries[] = {
     .want = "a number of seconds from 0.001 to 600",
     .help = "How long a suspend waits for the tenant's submitted GPU work before it gives up and the tenant "
             "keeps running (gpuslice suspend --lock-timeout overrides it)." },
+  { .name = "idle-rules", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(idle_rules), SETTING,
+    .def = "", .env = "GPUSLICE_IDLE_RULES",
+    .help = "The idle rules and schedules, a JSON file (docs/idle.md); empty: none. A bad rule stops the "
+            "start with one line naming the rule and the field." },
+  { .name = "idle-mode", .arg = "dry-run|act", .kind = GS_OPT_ENUM, .offset = OFF(idle_mode), SETTING,
+    .def = "dry-run", .choices = idle_modes, .env = "GPUSLICE_IDLE_MODE",
+    .help = "What the idle rules and schedules do: dry-run (detect, report and record what they would do) "
+            "or act." },
   { .name = "admin-group", .arg = "GROUP", .kind = GS_OPT_STRING, .offset = OFF(admin_group), SETTING,
     .def = "gpuslice", .help = "Members of this group see and change every tenant, as root does." },
   { .name = "log-level", .arg = "LEVEL", .kind = GS_OPT_STRING, .offset = OFF(log_level), SETTING, .def = "info",

@@ -25,6 +25,7 @@
 #include <gpuslice/fs.h>
 
 #include "gpu-cuda.h"
+#include "idle.h"
 #include "suspend.h"
 
 static double now_clock(clockid_t id)
@@ -98,6 +99,9 @@ static int start(struct daemon *d, gs_error_t *err)
   d->health.started_mono = daemon_now_mono();
   d->health.started_unix = daemon_now_unix();
   proc_watch_init();
+  /* A bad idle rule or schedule stops the start, one line naming it and its field. */
+  if (idle_init(d, err) < 0)
+    return DAEMON_START_USAGE;
   if (load_fields(d, err) < 0 || nvml_open(&d->nvml, err) < 0)
     return -1;
   /* NVML is asked only for what /metrics serves (a counters file of 7 fields costs 7 fields). */
@@ -149,6 +153,7 @@ static void stop(struct daemon *d)
   state_dir_unlock(&d->state_lock);
   free(d->fields);
   d->fields = NULL;
+  idle_release(d);
 }
 
 static int make_timer(double interval)

@@ -73,7 +73,11 @@ struct daemon_config {
   int oversubscribe;     /* enum oversubscribe: lend a suspended tenant's memory to others */
   double resume_timeout; /* seconds a resume waits for room */
   double lock_timeout;   /* seconds a suspend waits for the tenant's submitted work */
+  char *idle_rules;      /* the idle rules file (docs/idle.md), "" none */
+  int idle_mode;         /* enum idle_mode */
 };
+
+enum idle_mode { IDLE_MODE_DRY_RUN, IDLE_MODE_ACT };
 
 enum oversubscribe { OVERSUBSCRIBE_OFF, OVERSUBSCRIBE_ON };
 
@@ -237,6 +241,25 @@ struct tenant_suspend {
   bool known; /* the daemon suspended it, or looked at how an earlier daemon left it */
 };
 
+/* The idle detector's view of a tenant (idle.c, docs/idle.md). Times are the idle clock's
+ * (idle_clock_now) but last_mono and kill_mono, which are the monotonic clock's. */
+struct tenant_idle {
+  bool seen;
+  double first_seen, last_active, last_mono;
+  uint64_t last_gpu_ns, last_cpu_ticks, last_requests;
+  double fraction, cpu; /* device-time fraction and CPU cores over the last sample */
+  bool holding;         /* it holds GPU memory */
+  uint64_t vram_bytes;
+  double idle_s;
+  unsigned fired;    /* bit i: the rule's action i was done (or recorded) in this idle episode */
+  char rule[64];     /* the rule that applies, "" none */
+  char state[24];    /* "active", "idle", "grace", "exempt", "never", "no-rule", "suspended" */
+  char would[96];    /* what the rule does next, and when */
+  char did[192];     /* what was last done to it */
+  double kill_mono;  /* a stop's SIGKILL due then; 0 none */
+  char sched[64];    /* the schedule that suspended it, "" none */
+};
+
 struct tenant {
   char name[GS_LEDGER_NAME_MAX];
   uid_t uid;
@@ -266,6 +289,7 @@ struct tenant {
   int nprocs, procs_cap;
   struct tenant_gpu gpu[GS_LEDGER_MAX_GPUS];
   struct tenant_suspend sus;
+  struct tenant_idle idle;
 };
 
 struct registry {
@@ -396,6 +420,17 @@ struct usage_violation {
 };
 int usage_db_violation(struct usage_db *db, const struct tenant *t, const struct usage_violation *v,
                        gs_error_t *err);
+/* One row of idle_actions: what an idle rule or a schedule did (or would do) to t, and why. */
+struct usage_idle_action {
+  double at;
+  const char *rule, *action;
+  bool dry_run;
+  double idle_s, fraction, threshold, cpu;
+  uint64_t vram_bytes;
+  const char *reason, *error;
+};
+int usage_db_idle_action(struct usage_db *db, const struct tenant *t,
+                         const struct usage_idle_action *a, gs_error_t *err);
 /* A suspension of t begins (t->sus.db_row gets its row) and ends: rows of the suspensions table. */
 int usage_db_suspended(struct usage_db *db, struct tenant *t, uint64_t bytes, gs_error_t *err);
 int usage_db_resumed(struct usage_db *db, struct tenant *t, const char *by, gs_error_t *err);
@@ -471,6 +506,7 @@ struct daemon {
   struct cuda *cuda;  /* the CUDA driver, loaded at the first suspend (gpu-cuda.c) */
   int suspend_tfd;    /* the watcher's timer (suspend-watch.c), -1 before */
   bool suspend_armed; /* ... armed: some tenant is suspended or resuming */
+  struct idle_state *idle; /* the idle rules and counters (idle.c) */
 };
 
 double daemon_now_unix(void);

@@ -11,6 +11,8 @@
 
 #include <gpuslice/metrics.h>
 
+#include "idle.h"
+
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
                              char *text)
 {
@@ -46,6 +48,8 @@ static enum MHD_Result metrics(struct daemon *d, struct MHD_Connection *conn)
     gs_error_release(&err);
     return reply(conn, 500, "text/plain; charset=utf-8", msg);
   }
+  if (d->idle)
+    idle_metrics_append(d, &text, &len);
   return reply(conn, 200, GS_METRICS_CONTENT_TYPE, text);
 }
 

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "idle.h"
 #include "suspend.h"
 
 static bool touched(const struct tenant *t, int g)
@@ -227,6 +228,8 @@ int sampler_run(struct daemon *d)
     gs_error_release(&err);
     errors++;
   }
+  if (d->idle)
+    idle_run(d);
   end_exited(d);
   snap_tenants(d);
   /* Registrations and ends free large buffers (ledger reads, request bodies); give the

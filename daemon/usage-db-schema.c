@@ -76,6 +76,21 @@ static const struct migration migrations[] = {
     "  resumed_by TEXT,"
     "  resume_seconds REAL);"
     "CREATE INDEX suspensions_by_tenant ON suspensions(tenant_id, suspended_at);" },
+  { 6, "idle actions: what the idle rules and schedules did (or, in a dry run, would do), and why",
+    "CREATE TABLE idle_actions ("
+    "  tenant_id INTEGER NOT NULL REFERENCES tenants(id),"
+    "  at REAL NOT NULL,"
+    "  rule TEXT NOT NULL,"
+    "  action TEXT NOT NULL,"
+    "  dry_run INTEGER NOT NULL,"
+    "  idle_seconds REAL NOT NULL,"
+    "  device_fraction REAL NOT NULL,"
+    "  threshold REAL NOT NULL,"
+    "  cpu_cores REAL NOT NULL,"
+    "  vram_bytes INTEGER NOT NULL,"
+    "  reason TEXT NOT NULL,"
+    "  error TEXT NOT NULL);"
+    "CREATE INDEX idle_actions_by_tenant ON idle_actions(tenant_id, at);" },
 };
 #define SCHEMA_VERSION ((int) (sizeof(migrations) / sizeof(migrations[0])))
 

@@ -381,6 +381,21 @@ int usage_db_violation(struct usage_db *db, const struct tenant *t, const struct
     "iisdiiiss", vals, err);
 }
 
+int usage_db_idle_action(struct usage_db *db, const struct tenant *t,
+                         const struct usage_idle_action *a, gs_error_t *err)
+{
+  int64_t dry = a->dry_run, vram = (int64_t) a->vram_bytes;
+  const void *vals[] = { &t->db_id,   &a->at,        a->rule,   a->action, &dry,      &a->idle_s,
+                         &a->fraction, &a->threshold, &a->cpu,   &vram,     a->reason, a->error };
+  if (!t->db_id)
+    return 0;
+  return exec_bound(db,
+                    "INSERT INTO idle_actions(tenant_id, at, rule, action, dry_run, idle_seconds, "
+                    "device_fraction, threshold, cpu_cores, vram_bytes, reason, error) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "idttiddddiss", vals, err);
+}
+
 int usage_db_suspended(struct usage_db *db, struct tenant *t, uint64_t bytes, gs_error_t *err)
 {
   int64_t b = (int64_t) bytes;
