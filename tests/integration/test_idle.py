@@ -232,3 +232,205 @@ def test_gpu_with_no_tenant_memory_is_reported_empty(shared_root):
         assert d.get("/v1/idle")[1]["empty_gpus"] == [0]
     finally:
         d.stop()
+
+
+# ---- each action, end to end (idle_mode act) ----
+
+def rule(*actions, **kw):
+    return dict({"name": "nb", "match": "type=notebook", "threshold": 0.05, "duration": "15m",
+                 "actions": list(actions)}, **kw)
+
+
+def go_idle(d, name, minutes=16):
+    """Moves the idle clock past the rule's 15 minutes."""
+    wait_for(lambda: idle_of(d, name)["holds_memory"], what=f"{name} holds memory")
+    settle(d)
+    d.clock.advance(minutes * 60)
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    bodies = []
+
+    def do_POST(self):
+        n = int(self.headers["Content-Length"])
+        Hook.bodies.append((self.headers["Content-Type"], json.loads(self.rfile.read(n))))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+def test_notify_posts_the_documented_json_to_the_webhook(shared_root, tenants):
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    Hook.bodies.clear()
+    url = f"http://127.0.0.1:{srv.server_address[1]}/hook"
+    d = start(shared_root, [rule({"action": "notify", "url": url})], (), "act")
+    try:
+        tenants.append(holding(d, "nb", ["type=notebook", "team=ml"]))
+        go_idle(d, "nb")
+        wait_for(lambda: Hook.bodies, what="the webhook's POST")
+        ctype, body = Hook.bodies[0]
+        assert ctype == "application/json"
+        assert body["event"] == "idle" and body["tenant"] == "nb" and body["rule"] == "nb"
+        assert body["labels"] == {"type": "notebook", "team": "ml"} and body["dry_run"] is False
+        assert body["idle_seconds"] >= 900 and body["threshold"] == 0.05
+        assert 0 <= body["device_time_fraction"] < 0.05 and body["vram_bytes"] >= 256 * MIB
+        for k in ("node", "uid", "user", "cpu_cores", "at"):
+            assert k in body, k
+        assert [(r[1], r[2], r[5]) for r in rows(d, "nb")] == [("notify", 0, "")]
+    finally:
+        d.stop()
+        srv.shutdown()
+
+
+def test_signal_reaches_the_tenants_processes_which_keep_running(shared_root, tenants, tmp_path):
+    marker = tmp_path / "usr1"
+    d = start(shared_root, [rule({"action": "signal"})], (), "act")
+    try:
+        nb = holding(d, "nb", ["type=notebook"], env={"IDLE_USR1_FILE": str(marker)})
+        tenants.append(nb)
+        go_idle(d, "nb")
+        wait_for(lambda: marker.exists() and marker.read_text(), what="SIGUSR1 in the tenant")
+        assert marker.read_text().split() == ["usr1", str(nb.pid)]
+        assert nb.cmd("meminfo")["total"] > 0  # it runs on
+        assert [(r[1], r[2]) for r in rows(d, "nb")] == [("signal", 0)]
+    finally:
+        d.stop()
+
+
+def nvml_used(daemon):
+    r = subprocess.run([sys.executable, str(NVML), "meminfo"], env=for_python(daemon.env), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["nvml"]["v2"]["used"]
+
+
+def test_suspend_frees_the_tenants_gpu_memory(shared_root, tenants):
+    d = start(shared_root, [rule({"action": "suspend"})], (), "act", "--oversubscribe", "on")
+    try:
+        nb = holding(d, "nb", ["type=notebook"], size=8 << 30)
+        tenants.append(nb)
+        before = nvml_used(d)
+        assert before >= 8 << 30
+        go_idle(d, "nb")
+        wait_for(lambda: d.get("/v1/tenants/nb")[1]["state"] == "suspended", what="nb suspended")
+        assert nvml_used(d) <= before - (8 << 30)
+        assert [(r[1], r[2], r[5]) for r in rows(d, "nb")] == [("suspend", 0, "")]
+        wait_for(lambda: idle_of(d, "nb")["state"] == "suspended", what="the detector sees it suspended")
+    finally:
+        d.stop()
+
+
+def test_stop_ends_the_tenant_and_the_ledger_records_why(shared_root, tenants):
+    d = start(shared_root, [rule({"action": "stop", "grace": "5s"})], (), "act")
+    try:
+        nb = holding(d, "nb", ["type=notebook"])
+        tenants.append(nb)
+        go_idle(d, "nb")
+        nb.p.wait(timeout=30)
+        wait_for(lambda: "nb" not in d.tenants(), what="nb ended")
+        (r,) = rows(d, "nb")
+        assert r[0] == "nb" and r[1] == "stop" and r[2] == 0 and r[3] >= 900 and r[5] == ""
+        assert "idle" in r[4] and "device time" in r[4] and "under 0.0500" in r[4], r[4]
+        assert d.sql("SELECT ended_at IS NOT NULL FROM tenants WHERE name = 'nb'") == [(1,)]
+    finally:
+        d.stop()
+
+
+# ---- no false positives on the hard cases ----
+
+def twenty_minutes(d, each=None):
+    """20 minutes of the idle clock, a minute at a time, a sample or more apart."""
+    for _ in range(20):
+        if each:
+            each()
+        d.clock.advance(60)
+        time.sleep(0.3)
+
+
+def test_data_loading_tenant_cpu_busy_gpu_idle_is_not_acted_on_under_cpu_exemption(shared_root, tenants):
+    d = start(shared_root, [rule({"action": "stop"}, cpu_exempt=0.3)], (), "act")
+    try:
+        nb = holding(d, "loader", ["type=notebook"], env={"IDLE_SPIN": "1"})
+        tenants.append(nb)
+        wait_for(lambda: idle_of(d, "loader")["holds_memory"], what="loader holds memory")
+        settle(d)
+        twenty_minutes(d)
+        t = idle_of(d, "loader")
+        assert t["state"] == "busy-cpu" and t["idle_seconds"] == 0 and t["cpu_cores"] >= 0.3, t
+        assert t["device_time_fraction"] < 0.05
+        assert rows(d, "loader") == [] and nb.p.poll() is None
+    finally:
+        d.stop()
+
+
+def test_serving_tenant_with_moving_requests_counter_is_not_acted_on(shared_root, tenants):
+    srv = rule({"action": "stop"}, name="serving", match="type=serving", requests_exempt=True)
+    d = start(shared_root, [srv], (), "act")
+    try:
+        s = holding(d, "srv", ["type=serving"])
+        tenants.append(s)
+        wait_for(lambda: idle_of(d, "srv")["holds_memory"], what="srv holds memory")
+        settle(d)
+        twenty_minutes(d, lambda: d.request("POST", "/v1/tenants/srv/served", {"requests": 3}))
+        t = idle_of(d, "srv")
+        # Between two requests it is idle for a moment: never longer than a minute of the clock.
+        assert t["state"] in ("serving", "idle") and t["idle_seconds"] <= 60, t
+        assert rows(d, "srv") == [] and s.p.poll() is None
+    finally:
+        d.stop()
+
+
+def test_tenant_in_its_grace_period_is_not_acted_on(shared_root, tenants):
+    d = start(shared_root, [rule({"action": "stop"}, grace="1h")], (), "act")
+    try:
+        nb = holding(d, "young", ["type=notebook"])
+        tenants.append(nb)
+        wait_for(lambda: idle_of(d, "young")["holds_memory"], what="young holds memory")
+        settle(d)
+        twenty_minutes(d)
+        t = idle_of(d, "young")
+        assert t["state"] == "grace" and t["idle_seconds"] >= 1200 and t["would"].startswith("nothing: in grace"), t
+        assert rows(d, "young") == [] and nb.p.poll() is None
+    finally:
+        d.stop()
+
+
+# ---- schedules ----
+
+PARIS_NIGHTS = {"name": "dev-nights", "match": "team=dev", "tz": "Europe/Paris",
+                "windows": ["Mon-Fri 18:00-08:00", "Sat-Sun"]}
+FRI_1759_PARIS = 1767977940.0  # Friday 2026-01-09 16:59:00 UTC
+
+
+def state(d, name):
+    return d.get(f"/v1/tenants/{name}")[1]["state"]
+
+
+def test_schedule_suspends_at_18_holds_the_weekend_and_resumes_at_08(shared_root, tenants):
+    d = start(shared_root, [], [PARIS_NIGHTS], "act")
+    try:
+        d.clock.set(FRI_1759_PARIS)
+        dev = holding(d, "dev", ["team=dev"])
+        other = holding(d, "prod", ["team=prod"])
+        tenants += [dev, other]
+        settle(d, 4)
+        assert state(d, "dev") == "running"
+        d.clock.set(FRI_1759_PARIS + 90)  # Friday 18:00:30 in Paris
+        wait_for(lambda: state(d, "dev") == "suspended", what="dev suspended at 18:00")
+        for t in (FRI_1759_PARIS + 64860, FRI_1759_PARIS + 2 * 86400 + 3660,
+                  FRI_1759_PARIS + 3 * 86400 - 36000):  # Sat 12:00, Sun 19:00, Mon 07:59 in Paris
+            d.clock.set(t)
+            settle(d, 3)
+            assert state(d, "dev") == "suspended", t
+        d.clock.set(FRI_1759_PARIS + 3 * 86400 - 36000 + 90)  # Monday 08:00:30 in Paris
+        wait_for(lambda: state(d, "dev") == "running", what="dev resumed at 08:00")
+        assert state(d, "prod") == "running"
+        acts = [(r[0], r[1], r[2]) for r in rows(d, "dev")]
+        assert acts == [("schedule:dev-nights", "suspend", 0), ("schedule:dev-nights", "resume", 0)], acts
+        assert rows(d, "prod") == []
+        assert dev.cmd("meminfo")["total"] > 0
+    finally:
+        d.stop()
