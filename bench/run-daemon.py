@@ -23,6 +23,13 @@ NVML only what the set serves, and a scraper GETs /metrics every --scrape-every 
 these windows, so each window's CPU is sampling plus rendering; "25 / 7" is the ratio of the
 median CPUs.
 
+With --idle-compare (issue #19) it then measures the tenants with the idle rules off and on in
+the same run, alternated for --rounds windows each, the daemon restarted on the same state dir
+between windows: "on" is --idle-rules with four rules (one per pair of teams, half of them with a
+CPU exemption, which reads /proc for each tenant's processes every sample) and a schedule, in
+the default dry run; its windows are short of every rule's duration, so the cost is detection
+alone, as on a node where nothing is idle.
+
 Prints a table and a JSON object on stdout. Exit status: 0 when it ran (a missed target is
 reported, not failed, unless --check), 1 when a run failed, 3 with --check on a missed target.
 """
@@ -57,7 +64,10 @@ def parse_args():
                    help="also measure the tenants with the verifier off (`--verify off`), same run")
     p.add_argument("--counters-compare", action="store_true",
                    help="also measure the 25-field default set against bench/counters-7.csv, alternated, same run")
-    p.add_argument("--rounds", type=int, default=3, help="windows per field set with --counters-compare (default 3)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="windows per field set (--counters-compare) or per idle setting (--idle-compare) (default 3)")
+    p.add_argument("--idle-compare", action="store_true",
+                   help="also measure the idle rules on against off, alternated, same run")
     p.add_argument("--scrape-every", type=float, default=1.0,
                    help="seconds between GETs of /metrics in the --counters-compare windows (default 1)")
     return p.parse_args()
@@ -215,6 +225,34 @@ def compare_counters(args, root, env, sock, daemon):
     return daemon, out
 
 
+IDLE_RULES = {
+    "rules": [{"name": f"r{k}", "match": f"team=t{k}", "duration": "30m", "threshold": 0.01,
+               "actions": [{"action": "signal"}, {"action": "suspend", "after": "30m"}],
+               **({"cpu_exempt": 0.5} if k % 2 else {})} for k in range(4)]
+    + [{"name": "rest", "duration": "1h", "requests_exempt": True, "actions": [{"action": "notify"}]}],
+    "schedules": [{"name": "dev", "match": "team=t7", "tz": "Europe/Paris", "windows": ["Sat-Sun"]}],
+}
+
+
+def compare_idle(args, root, env, sock, daemon):
+    """Windows alternating the idle rules off and on; returns (the daemon now running, {setting: [windows]})."""
+    rules = root / "idle-rules.json"
+    rules.write_text(json.dumps(IDLE_RULES))
+    settings = [("rules off", []), ("rules on", ["--idle-rules", str(rules)])]
+    out = {name: [] for name, _ in settings}
+    for k in range(args.rounds):
+        for name, extra in (settings if k % 2 == 0 else settings[::-1]):
+            stop_daemon(daemon)
+            daemon = start_daemon(args, env, sock, *extra)
+            if not wait_for(lambda: health(sock)["tenants"] == args.tenants):
+                raise SystemExit("the daemon did not list every tenant")
+            time.sleep(2)
+            w = window(daemon.pid, sock, args.seconds)
+            w["last_sample_s"] = health(sock)["last_sample_duration_s"]
+            out[name].append(w)
+    return daemon, out
+
+
 def median(v):
     v = sorted(v)
     return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
@@ -227,6 +265,7 @@ def measure(args, root):
     tenants = []
     off = None
     compare = None
+    idle_cmp = None
     try:
         idle = window(daemon.pid, sock, args.seconds)
         tenants = start_tenants(args.build, env, args.tenants)
@@ -237,7 +276,9 @@ def measure(args, root):
             off = busy_window(args, root, daemon, sock)
         if args.counters_compare:
             daemon, compare = compare_counters(args, root, env, sock, daemon)
-        return idle, busy, off, compare
+        if args.idle_compare:
+            daemon, idle_cmp = compare_idle(args, root, env, sock, daemon)
+        return idle, busy, off, compare, idle_cmp
     finally:
         for p in tenants:
             p.stdin.close()
@@ -250,7 +291,7 @@ def main():
     args = parse_args()
     root = pathlib.Path(tempfile.mkdtemp(prefix="gs-bench-daemon-"))
     try:
-        idle, busy, off, compare = measure(args, root)
+        idle, busy, off, compare, idle_cmp = measure(args, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"gpuslice daemon, 8 simulated H100s, 1 s sampling, {args.seconds:.0f} s windows")
@@ -276,10 +317,21 @@ def main():
             print(f"{name:20} {cpu:16.3f} {each:>24} "
                   f"{median([w['last_sample_s'] for w in ws]) * 1000:15.2f} {ws[-1]['metrics_bytes'] / 1024:13.0f}"
                   f"   25/7: {cpu / base if base else 0:.2f}")
+    if idle_cmp:
+        print(f"\nidle rules, {args.tenants} tenants, {args.rounds} alternated windows each of {args.seconds:.0f} s "
+              f"(median):")
+        print(f"{'':12} {'CPU % of a core':>16} {'windows':>24} {'last sample ms':>15}")
+        base = median([w["cpu_pct"] for w in idle_cmp["rules off"]])
+        for name, ws in idle_cmp.items():
+            cpu = median([w["cpu_pct"] for w in ws])
+            each = " ".join(f"{w['cpu_pct']:.2f}" for w in ws)
+            print(f"{name:12} {cpu:16.3f} {each:>24} {median([w['last_sample_s'] for w in ws]) * 1000:15.2f}"
+                  f"   on/off: {cpu / base if base else 0:.2f}")
     ok = busy["hwm_mb"] < RSS_TARGET_MB and busy["cpu_pct"] < CPU_TARGET_PCT
     print(f"targets: RSS < {RSS_TARGET_MB} MB, CPU < {CPU_TARGET_PCT}% of a core: {'met' if ok else 'MISSED'}")
     print(json.dumps({"tenants": args.tenants, "gpus": 8, "interval_s": 1, "idle": idle, "busy": busy,
-                      "busy_verify_off": off, "counters_compare": compare, "targets_met": ok}))
+                      "busy_verify_off": off, "counters_compare": compare, "idle_compare": idle_cmp,
+                      "targets_met": ok}))
     return 3 if args.check and not ok else 0
 
 
