@@ -29,6 +29,7 @@
 #                                     pods with runc, the CNI bridge gives them a network, kubelet
 #                                     and the bridge plugin make iptables chains
 #   busybox-static openssl curl       the cluster's workload image, certificates, health checks
+#   tzdata                            time zones of the idle schedules (docs/idle.md)
 # Go is the machine's own (1.26; Debian's is too old): it builds the Kubernetes components and
 # helm (integrations/k8s/hack/build.sh, run by test.sh) and the agent gpuslice-k8s.
 #
@@ -36,7 +37,7 @@
 # policy-rc.d forbids it; the install below forbids it for its own duration, since the tests
 # start their own cluster and must not find another one.
 
-GS_DEPS="cmake ninja-build gcc pkg-config libc6-dev libcmocka-dev libjansson-dev python3 python3-pytest binutils procps clang libclang-rt-dev libmicrohttpd-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev libncurses-dev prometheus chromium fonts-dejavu-core zlib1g-dev clang-format slurmctld slurmd slurm-client munge libslurm-dev runc containernetworking-plugins iptables busybox-static openssl curl"
+GS_DEPS="cmake ninja-build gcc pkg-config libc6-dev libcmocka-dev libjansson-dev python3 python3-pytest binutils procps clang libclang-rt-dev libmicrohttpd-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev libncurses-dev prometheus chromium fonts-dejavu-core zlib1g-dev clang-format slurmctld slurmd slurm-client munge libslurm-dev runc containernetworking-plugins iptables busybox-static openssl curl tzdata"
 
 gs_missing_deps() {
   local p missing=""
