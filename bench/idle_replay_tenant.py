@@ -1,10 +1,10 @@
 """One pod of the Alibaba GenAI sample replayed as a tenant on the simulated GPU (run by
 bench/run-idle-genai.py under `gpuslice run`). Reads its series (JSON: {"steps": [[duty_pct,
-bytes], ...]}), and at each step, every STEP_S seconds from the common CLOCK_MONOTONIC instant
-START, holds the step's bytes (in CHUNK-sized allocations) and runs one sim_busy kernel of
+bytes], ...]}), prints {"ready": true}, reads START (a CLOCK_MONOTONIC instant common to all
+pods) from stdin, and at each step, every STEP_S seconds from START, holds the step's bytes (in CHUNK-sized allocations) and runs one sim_busy kernel of
 duty x SCALE x STEP_S: the pod's duty cycle and memory, at accelerated time.
 
-  python3 idle_replay_tenant.py SERIES START STEP_S SCALE"""
+  python3 idle_replay_tenant.py SERIES STEP_S SCALE"""
 import ctypes as C
 import json
 import sys
@@ -14,7 +14,7 @@ CHUNK = 64 << 20
 
 
 def main():
-    series, start, step_s, scale = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+    series, step_s, scale = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
     steps = json.load(open(series))["steps"]
     lib = C.CDLL("libcuda.so.1")
     assert lib.cuInit(0) == 0
@@ -27,6 +27,7 @@ def main():
     assert lib.cuModuleGetFunction(C.byref(fn), mod, b"sim_busy") == 0
     held = []
     print(json.dumps({"ready": True}), flush=True)
+    start = float(sys.stdin.readline())
     for k, (duty, nbytes) in enumerate(steps):
         delay = start + k * step_s - time.monotonic()
         if delay > 0:

@@ -160,21 +160,22 @@ def replay(args, root, ser, pods, scale, grid):
     try:
         if not wait_for(lambda: sock.exists()):
             raise SystemExit("the daemon did not start")
-        start = time.monotonic() + 10.0 + 0.05 * len(pods)
         for i, pod in enumerate(pods):
             f = root / f"pod{i}.json"
             f.write_text(json.dumps({"steps": [[d, m * args.mem_scale] for d, m in ser[pod]]}))
             e = dict(env, CUDA_VISIBLE_DEVICES=str(i % GPUS))
             cmd = [str(args.build / "bin" / "gpuslice"), "run", "--name", f"pod{i}", "--label", "type=genai", "--",
-                   sys.executable, str(REPO / "bench" / "idle_replay_tenant.py"), str(f), f"{start:.6f}",
+                   sys.executable, str(REPO / "bench" / "idle_replay_tenant.py"), str(f),
                    str(args.step_seconds), str(scale)]
             procs.append(subprocess.Popen(cmd, env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.DEVNULL, text=True))
         for p in procs:
             if not p.stdout.readline():
                 raise SystemExit("a replay tenant failed to start")
-        if time.monotonic() > start:
-            raise SystemExit("the tenants started after the replay's start: raise the start delay")
+        start = time.monotonic() + 3.0
+        for p in procs:
+            p.stdin.write(f"{start:.6f}\n")
+            p.stdin.flush()
         stop = threading.Event()
 
         def tick():
@@ -199,15 +200,13 @@ def replay(args, root, ser, pods, scale, grid):
         return seen, fired
     finally:
         for p in procs:
-            try:
-                p.stdin.close()
-            except OSError:
-                pass
+            p.terminate()  # `gpuslice run` forwards it to the pod
         for p in procs:
             try:
-                p.wait(timeout=60)
+                p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.wait()
         daemon.terminate()
         daemon.wait(timeout=30)
 

@@ -2,7 +2,8 @@
  * is its GPU-seconds at the GPU's on-demand rate; its idle cost is what it held (its compute
  * share or memory limit, whichever is the larger part of the GPU) but did not use; what no
  * tenant held is the node's unallocated cost, shown apart. With served requests reported
- * (include/gpuslice/served.h), the cost per 1,000 requests is the used cost over them.
+ * (include/gpuslice/served.h), the cost per 1,000 requests is the used cost over them. The
+ * reclaimed cost is what suspensions gave back: the report's reclaimed GPU-seconds at the rate.
  * The arithmetic is lib/cost.c's; this file fetches the model, looks up the rate, and adds
  * the figures to the reply. */
 #include "usage-cost.h"
@@ -65,10 +66,11 @@ static void add_row_costs(json_t *rows, const struct gs_cost_share *share, doubl
     double per_1k =
       gs_cost_per_1k(jnum(row, "gpu_seconds", 0), rate, jnum(row, "served_requests", 0));
     json_object_set_new(row, "cost",
-                        json_pack("{s:o, s:o, s:o, s:o}", "used", money(share[i].used_cost), "idle",
-                                  money(share[i].idle_cost), "total",
+                        json_pack("{s:o, s:o, s:o, s:o, s:o}", "used", money(share[i].used_cost),
+                                  "idle", money(share[i].idle_cost), "total",
                                   money(share[i].used_cost + share[i].idle_cost), "per_1k_requests",
-                                  money(per_1k)));
+                                  money(per_1k), "reclaimed",
+                                  money(jnum(row, "reclaimed_gpu_seconds", 0) * rate / 3600.0)));
   }
 }
 
@@ -81,22 +83,24 @@ static int attribute(json_t *reply, double rate, const char *model)
   struct gs_cost_usage *in = xcalloc(n + 1, sizeof(*in));
   struct gs_cost_share *share = xcalloc(n + 1, sizeof(*share));
   struct gs_cost_totals tot;
-  double allocated = 0, capacity = jnum(reply, "capacity_gpu_seconds", -1);
+  double allocated = 0, reclaimed = 0, capacity = jnum(reply, "capacity_gpu_seconds", -1);
   for (size_t i = 0; i < n; i++) {
     in[i].used_gpu_seconds = jnum(json_array_get(rows, i), "gpu_seconds", 0);
     in[i].allocated_gpu_seconds = jnum(json_array_get(rows, i), "allocated_gpu_seconds", 0);
     allocated += fmax(in[i].allocated_gpu_seconds, in[i].used_gpu_seconds);
+    reclaimed += jnum(json_array_get(rows, i), "reclaimed_gpu_seconds", 0);
   }
   int rc =
     gs_cost_attribute(in, (int) n, capacity >= 0 ? capacity : allocated, rate, share, &tot, &err);
   if (rc == 0) {
     add_row_costs(rows, share, rate);
     json_object_set_new(reply, "cost",
-                        json_pack("{s:s, s:f, s:o, s:o, s:o, s:o}", "model", model,
+                        json_pack("{s:s, s:f, s:o, s:o, s:o, s:o, s:o}", "model", model,
                                   "price_per_gpu_hour", rate, "capacity",
                                   capacity >= 0 ? money(tot.capacity_cost) : json_null(), "used",
                                   money(tot.used_cost), "idle", money(tot.idle_cost), "unallocated",
-                                  capacity >= 0 ? money(tot.unallocated_cost) : json_null()));
+                                  capacity >= 0 ? money(tot.unallocated_cost) : json_null(),
+                                  "reclaimed", money(reclaimed * rate / 3600.0)));
   }
   free(in);
   free(share);
@@ -152,6 +156,9 @@ void usage_cost_print(const json_t *reply, const char *by)
          dollars(cap, json_object_get(cost, "capacity")),
          dollars(used, json_object_get(cost, "used")), dollars(idle, json_object_get(cost, "idle")),
          dollars(un, json_object_get(cost, "unallocated")));
+  char rec[TABLE_CELL];
+  printf("Reclaimed by suspensions (idle rules, schedules, gpuslice suspend): %s\n",
+         dollars(rec, json_object_get(cost, "reclaimed")));
   if (!json_is_number(json_object_get(cost, "capacity")))
     printf(
       "(capacity and unallocated cost need the whole node's report: root or the gpuslice group)\n");

@@ -22,6 +22,11 @@
 #include "suspend.h"
 
 #define WEBHOOK_TIMEOUT_MS 2000L
+/* After a webhook fails, the hooks due in the next WEBHOOK_BACKOFF_S are not tried (each is
+ * recorded as failed): a hook that is down must not hold the daemon 2 s per idle tenant. */
+#define WEBHOOK_BACKOFF_S 30.0
+
+static double webhook_down_until; /* monotonic seconds */
 
 void idle_record(struct daemon *d, struct tenant *t, const char *what, const struct idle_why *why,
                  bool dry, const char *error)
@@ -138,9 +143,16 @@ static int perform(struct daemon *d, struct tenant *t, const struct idle_action 
   case IDLE_NOTIFY: {
     if (!a->url[0])
       return 0;
+    double mono = daemon_now_mono();
+    if (mono < webhook_down_until)
+      return snprintf(error, len, "webhook not tried: a webhook failed %.0f s ago",
+                      mono - (webhook_down_until - WEBHOOK_BACKOFF_S)),
+             -1;
     json_t *body = idle_notify_body(d, t, why);
     int r = webhook(a->url, body, error, len);
     json_decref(body);
+    if (r < 0)
+      webhook_down_until = daemon_now_mono() + WEBHOOK_BACKOFF_S;
     return r;
   }
   case IDLE_SIGNAL:

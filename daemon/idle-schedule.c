@@ -198,10 +198,16 @@ static void sched_resume(struct daemon *d, struct tenant *t, const struct idle_s
 void idle_schedule_run(struct daemon *d, double now)
 {
   const struct idle_rules *r = idle_rules_of(d);
+  if (!r->ns)
+    return;
+  /* Each schedule's state once per sample: a time zone's rules are read at each switch of TZ. */
+  _cleanup_free_ bool *active = xcalloc((size_t) r->ns, sizeof(*active));
+  for (int k = 0; k < r->ns; k++)
+    active[k] = idle_schedule_active(&r->s[k], now);
   for (int i = 0; i < d->reg.n; i++) {
     struct tenant *t = d->reg.v[i];
     const struct idle_schedule *s = schedule_for(r, t);
-    bool on = s && idle_schedule_active(s, now);
+    bool on = s && active[s - r->s];
     if (on && !t->idle.sched[0])
       sched_suspend(d, t, s);
     else if (!on && t->idle.sched[0]) {

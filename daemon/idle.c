@@ -77,8 +77,6 @@ void idle_set_rules(struct daemon *d, struct idle_rules *r)
   idle_rules_release(&d->idle->rules);
   d->idle->rules = *r;
   memset(r, 0, sizeof(*r));
-  for (int i = 0; i < d->reg.n; i++)
-    d->reg.v[i]->idle.fired = 0;
 }
 
 void idle_count(struct daemon *d, const char *rule, enum idle_action_kind k, bool dry)

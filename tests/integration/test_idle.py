@@ -40,9 +40,9 @@ class Clock:
 
 
 class Tenant:
-    def __init__(self, daemon, name, labels=(), env=None):
+    def __init__(self, daemon, name, labels=(), env=None, opts=()):
         self.name = name
-        opts = []
+        opts = list(opts)
         for l in labels:
             opts += ["--label", l]
         e = for_python(dict(daemon.env, **(env or {})))
@@ -79,8 +79,8 @@ def tenants():
         t.end()
 
 
-def holding(daemon, name, labels=(), env=None, size=256 * MIB):
-    t = Tenant(daemon, name, labels, env)
+def holding(daemon, name, labels=(), env=None, size=256 * MIB, opts=()):
+    t = Tenant(daemon, name, labels, env, opts)
     assert t.cmd(f"alloc plain {size}")["ptr"]
     return t
 
@@ -335,6 +335,30 @@ def test_stop_ends_the_tenant_and_the_ledger_records_why(shared_root, tenants):
         assert r[0] == "nb" and r[1] == "stop" and r[2] == 0 and r[3] >= 900 and r[5] == ""
         assert "idle" in r[4] and "device time" in r[4] and "under 0.0500" in r[4], r[4]
         assert d.sql("SELECT ended_at IS NOT NULL FROM tenants WHERE name = 'nb'") == [(1,)]
+    finally:
+        d.stop()
+
+
+def test_suspension_by_an_idle_rule_shows_as_reclaimed_cost(shared_root, tenants):
+    d = start(shared_root, [rule({"action": "suspend"})], (), "act")
+    try:
+        # A 40 GiB limit on an 80 GiB GPU: it holds half the GPU while it runs.
+        tenants.append(holding(d, "nb", ["type=notebook"], opts=["--vram", "40Gi"]))
+        go_idle(d, "nb")
+        wait_for(lambda: d.get("/v1/tenants/nb")[1]["state"] == "suspended", what="nb suspended")
+        time.sleep(3)
+        status, body = d.get("/v1/usage?by=tenant")
+        row = next(r for r in body["rows"] if r["key"] == "nb")
+        assert row["suspended_seconds"] >= 2.5
+        assert abs(row["reclaimed_gpu_seconds"] - 0.5 * row["suspended_seconds"]) < 0.05 * row["suspended_seconds"], row
+        out = subprocess.run([str(GPUSLICE), "usage", "--cost", "--json", "--by", "tenant"], env=d.env,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        j = json.loads(out.stdout)
+        rate = j["cost"]["price_per_gpu_hour"]
+        nb = next(r for r in j["rows"] if r["key"] == "nb")
+        assert nb["cost"]["reclaimed"] > 0 and j["cost"]["reclaimed"] >= nb["cost"]["reclaimed"]
+        assert abs(nb["cost"]["reclaimed"] - nb["reclaimed_gpu_seconds"] * rate / 3600) < 1e-6
     finally:
         d.stop()
 
