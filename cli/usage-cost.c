@@ -66,11 +66,14 @@ static void add_row_costs(json_t *rows, const struct gs_cost_share *share, doubl
     double per_1k =
       gs_cost_per_1k(jnum(row, "gpu_seconds", 0), rate, jnum(row, "served_requests", 0));
     json_object_set_new(row, "cost",
-                        json_pack("{s:o, s:o, s:o, s:o, s:o}", "used", money(share[i].used_cost),
-                                  "idle", money(share[i].idle_cost), "total",
+                        json_pack("{s:o, s:o, s:o, s:o}", "used", money(share[i].used_cost), "idle",
+                                  money(share[i].idle_cost), "total",
                                   money(share[i].used_cost + share[i].idle_cost), "per_1k_requests",
-                                  money(per_1k), "reclaimed",
-                                  money(jnum(row, "reclaimed_gpu_seconds", 0) * rate / 3600.0)));
+                                  money(per_1k)));
+    /* A daemon from before the idle rules (#19) reports no reclaimed GPU-seconds. */
+    if (json_object_get(row, "reclaimed_gpu_seconds"))
+      json_object_set_new(json_object_get(row, "cost"), "reclaimed",
+                          money(jnum(row, "reclaimed_gpu_seconds", 0) * rate / 3600.0));
   }
 }
 
@@ -84,23 +87,27 @@ static int attribute(json_t *reply, double rate, const char *model)
   struct gs_cost_share *share = xcalloc(n + 1, sizeof(*share));
   struct gs_cost_totals tot;
   double allocated = 0, reclaimed = 0, capacity = jnum(reply, "capacity_gpu_seconds", -1);
+  bool has_reclaimed = false;
   for (size_t i = 0; i < n; i++) {
     in[i].used_gpu_seconds = jnum(json_array_get(rows, i), "gpu_seconds", 0);
     in[i].allocated_gpu_seconds = jnum(json_array_get(rows, i), "allocated_gpu_seconds", 0);
     allocated += fmax(in[i].allocated_gpu_seconds, in[i].used_gpu_seconds);
     reclaimed += jnum(json_array_get(rows, i), "reclaimed_gpu_seconds", 0);
+    has_reclaimed |= json_object_get(json_array_get(rows, i), "reclaimed_gpu_seconds") != NULL;
   }
   int rc =
     gs_cost_attribute(in, (int) n, capacity >= 0 ? capacity : allocated, rate, share, &tot, &err);
   if (rc == 0) {
     add_row_costs(rows, share, rate);
     json_object_set_new(reply, "cost",
-                        json_pack("{s:s, s:f, s:o, s:o, s:o, s:o, s:o}", "model", model,
+                        json_pack("{s:s, s:f, s:o, s:o, s:o, s:o}", "model", model,
                                   "price_per_gpu_hour", rate, "capacity",
                                   capacity >= 0 ? money(tot.capacity_cost) : json_null(), "used",
                                   money(tot.used_cost), "idle", money(tot.idle_cost), "unallocated",
-                                  capacity >= 0 ? money(tot.unallocated_cost) : json_null(),
-                                  "reclaimed", money(reclaimed * rate / 3600.0)));
+                                  capacity >= 0 ? money(tot.unallocated_cost) : json_null()));
+    if (has_reclaimed)
+      json_object_set_new(json_object_get(reply, "cost"), "reclaimed",
+                          money(reclaimed * rate / 3600.0));
   }
   free(in);
   free(share);
@@ -157,8 +164,9 @@ void usage_cost_print(const json_t *reply, const char *by)
          dollars(used, json_object_get(cost, "used")), dollars(idle, json_object_get(cost, "idle")),
          dollars(un, json_object_get(cost, "unallocated")));
   char rec[TABLE_CELL];
-  printf("Reclaimed by suspensions (idle rules, schedules, gpuslice suspend): %s\n",
-         dollars(rec, json_object_get(cost, "reclaimed")));
+  if (json_object_get(cost, "reclaimed"))
+    printf("Reclaimed by suspensions (idle rules, schedules, gpuslice suspend): %s\n",
+           dollars(rec, json_object_get(cost, "reclaimed")));
   if (!json_is_number(json_object_get(cost, "capacity")))
     printf(
       "(capacity and unallocated cost need the whole node's report: root or the gpuslice group)\n");
