@@ -48,11 +48,13 @@ static const char *str_or(const json_t *o, const char *key, const char *dflt)
 
 static void print_table(const json_t *reply)
 {
-  static const char *const head[] = { "TENANT", "IDLE", "STATE", "RULE", "GPU", "MEMORY", "WOULD", "DID" };
+  static const char *const head[] = { "TENANT", "IDLE",   "STATE", "RULE",
+                                      "GPU",    "MEMORY", "WOULD", "DID" };
   struct table *tb = table_new(8, "lrllrrll", head);
   size_t i;
   const json_t *t;
-  json_array_foreach (json_object_get(reply, "tenants"), i, t) {
+  json_array_foreach(json_object_get(reply, "tenants"), i, t)
+  {
     char idle[TABLE_CELL], gpu[TABLE_CELL], mem[TABLE_CELL];
     const char *row[] = {
       str_or(t, "name", "?"),
@@ -71,7 +73,7 @@ static void print_table(const json_t *reply)
   printf("mode: %s; empty GPUs:", str_or(reply, "mode", "?"));
   const json_t *g;
   size_t n = json_array_size(json_object_get(reply, "empty_gpus"));
-  json_array_foreach (json_object_get(reply, "empty_gpus"), i, g)
+  json_array_foreach(json_object_get(reply, "empty_gpus"), i, g)
     printf(" %lld", (long long) json_integer_value(g));
   printf("%s\n", n ? "" : " none");
 }

@@ -17,9 +17,9 @@ const struct cli_verb cli_verbs[] = {
   { &cli_gpus_table, cli_gpus },       { &cli_top_table, cli_top },
   { &cli_usage_table, cli_usage },     { &cli_set_table, cli_set },
   { &cli_suspend_table, cli_suspend }, { &cli_resume_table, cli_resume },
-  { &cli_idle_table, cli_idle },
-  { &cli_mig_table, cli_mig },         { &cli_savings_table, cli_savings },
-  { &cli_prices_table, cli_prices },   { &cli_slurm_table, cli_slurm },
+  { &cli_idle_table, cli_idle },       { &cli_mig_table, cli_mig },
+  { &cli_savings_table, cli_savings }, { &cli_prices_table, cli_prices },
+  { &cli_slurm_table, cli_slurm },
 };
 const size_t cli_nverbs = sizeof(cli_verbs) / sizeof(cli_verbs[0]);
 

@@ -17,10 +17,9 @@ int api_idle_list(struct api_req *rq, struct api_reply *r)
     if (access_may_see(&rq->peer, d->reg.v[i]))
       json_array_append_new(tenants, idle_tenant_json(d, d->reg.v[i]));
   return api_ok(r, 200,
-                json_pack("{s:s, s:i, s:i, s:o, s:o}", "mode",
-                          idle_acting(d) ? "act" : "dry-run", "rules", idle_rules_of(d)->n,
-                          "schedules", idle_rules_of(d)->ns, "empty_gpus",
-                          idle_empty_gpus_json(d), "tenants", tenants));
+                json_pack("{s:s, s:i, s:i, s:o, s:o}", "mode", idle_acting(d) ? "act" : "dry-run",
+                          "rules", idle_rules_of(d)->n, "schedules", idle_rules_of(d)->ns,
+                          "empty_gpus", idle_empty_gpus_json(d), "tenants", tenants));
 }
 
 int api_idle_rules_get(struct api_req *rq, struct api_reply *r)

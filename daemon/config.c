@@ -42,7 +42,7 @@ static const char *const violation_actions[] = { "none", "signal", "kill",
 static const char *const hostname_labels[] = { "Hostname", "hostname",
                                                NULL };                  /* enum hostname_label */
 static const char *const oversubscribe_modes[] = { "off", "on", NULL }; /* enum oversubscribe */
-static const char *const idle_modes[] = { "dry-run", "act", NULL };       /* enum idle_mode */
+static const char *const idle_modes[] = { "dry-run", "act", NULL };     /* enum idle_mode */
 
 #define OFF(f) offsetof(struct daemon_config, f)
 #define SETTING .flags = GS_OPT_SETTING | GS_OPT_OWNED

@@ -251,13 +251,13 @@ struct tenant_idle {
   bool holding;         /* it holds GPU memory */
   uint64_t vram_bytes;
   double idle_s;
-  unsigned fired;    /* bit i: the rule's action i was done (or recorded) in this idle episode */
-  char rule[64];     /* the rule that applies, "" none */
-  char state[24];    /* "active", "idle", "grace", "exempt", "never", "no-rule", "suspended" */
-  char would[96];    /* what the rule does next, and when */
-  char did[192];     /* what was last done to it */
-  double kill_mono;  /* a stop's SIGKILL due then; 0 none */
-  char sched[64];    /* the schedule that suspended it, "" none */
+  unsigned fired;   /* bit i: the rule's action i was done (or recorded) in this idle episode */
+  char rule[64];    /* the rule that applies, "" none */
+  char state[24];   /* "active", "idle", "grace", "exempt", "never", "no-rule", "suspended" */
+  char would[96];   /* what the rule does next, and when */
+  char did[192];    /* what was last done to it */
+  double kill_mono; /* a stop's SIGKILL due then; 0 none */
+  char sched[64];   /* the schedule that suspended it, "" none */
 };
 
 struct tenant {
@@ -503,9 +503,9 @@ struct daemon {
   uint64_t vsample;                          /* the verifier's runs, counted */
   uint64_t util_read_ns[GS_LEDGER_MAX_GPUS]; /* when NVML's utilization was last read, per GPU */
   uint64_t verify_ns_total;                  /* time the verifier took, all in all */
-  struct cuda *cuda;  /* the CUDA driver, loaded at the first suspend (gpu-cuda.c) */
-  int suspend_tfd;    /* the watcher's timer (suspend-watch.c), -1 before */
-  bool suspend_armed; /* ... armed: some tenant is suspended or resuming */
+  struct cuda *cuda;       /* the CUDA driver, loaded at the first suspend (gpu-cuda.c) */
+  int suspend_tfd;         /* the watcher's timer (suspend-watch.c), -1 before */
+  bool suspend_armed;      /* ... armed: some tenant is suspended or resuming */
   struct idle_state *idle; /* the idle rules and counters (idle.c) */
 };
 

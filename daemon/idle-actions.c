@@ -35,11 +35,19 @@ void idle_record(struct daemon *d, struct tenant *t, const char *what, const str
   gs_error_t err = NULL;
   snprintf(reason, sizeof(reason),
            "idle %.0f s: device time %.4f of the GPU under %.4f, %.2f CPU cores, %llu bytes held",
-           why->idle_s, why->fraction, why->threshold, why->cpu, (unsigned long long) why->vram_bytes);
-  struct usage_idle_action a = { .at = idle_clock_now(), .rule = why->rule, .action = what,
-                                 .dry_run = dry, .idle_s = why->idle_s, .fraction = why->fraction,
-                                 .threshold = why->threshold, .cpu = why->cpu,
-                                 .vram_bytes = why->vram_bytes, .reason = reason, .error = error };
+           why->idle_s, why->fraction, why->threshold, why->cpu,
+           (unsigned long long) why->vram_bytes);
+  struct usage_idle_action a = { .at = idle_clock_now(),
+                                 .rule = why->rule,
+                                 .action = what,
+                                 .dry_run = dry,
+                                 .idle_s = why->idle_s,
+                                 .fraction = why->fraction,
+                                 .threshold = why->threshold,
+                                 .cpu = why->cpu,
+                                 .vram_bytes = why->vram_bytes,
+                                 .reason = reason,
+                                 .error = error };
   if (usage_db_idle_action(d->db, t, &a, &err) < 0) {
     GS_LOG(GS_LOG_ERROR, "tenant '%s': %s", t->name, err->msg);
     gs_error_release(&err);
@@ -60,10 +68,9 @@ json_t *idle_notify_body(const struct daemon *d, const struct tenant *t, const s
   return json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:s, s:b, s:f, s:f, s:f, s:f, s:I, s:o}",
                    "event", "idle", "node", d->snap.hostname, "tenant", t->name, "uid",
                    (json_int_t) t->uid, "user", t->user, "labels", labels, "rule", why->rule,
-                   "dry_run", !idle_acting(d), "idle_seconds", why->idle_s,
-                   "device_time_fraction", why->fraction, "threshold", why->threshold,
-                   "cpu_cores", why->cpu, "vram_bytes", (json_int_t) why->vram_bytes, "at",
-                   api_time_json(idle_clock_now()));
+                   "dry_run", !idle_acting(d), "idle_seconds", why->idle_s, "device_time_fraction",
+                   why->fraction, "threshold", why->threshold, "cpu_cores", why->cpu, "vram_bytes",
+                   (json_int_t) why->vram_bytes, "at", api_time_json(idle_clock_now()));
 }
 
 /* POSTs body to url, waiting at most WEBHOOK_TIMEOUT_MS: the daemon's one thread waits, so a
@@ -118,8 +125,8 @@ static int signal_all(struct tenant *t, int sig, bool owner)
 static void shrink(struct daemon *d, struct tenant *t)
 {
   for (int g = 0; g < d->snap.ngpus; g++) {
-    uint64_t used = t->gpu[g].used_bytes > t->gpu[g].nvml_bytes ? t->gpu[g].used_bytes
-                                                                : t->gpu[g].nvml_bytes;
+    uint64_t used =
+      t->gpu[g].used_bytes > t->gpu[g].nvml_bytes ? t->gpu[g].used_bytes : t->gpu[g].nvml_bytes;
     uint64_t lim = atomic_load(&t->limits->limit_bytes[g]);
     uint64_t want = (used + (1u << 20) - 1) & ~(uint64_t) ((1u << 20) - 1);
     if (want < (1u << 20))
@@ -130,7 +137,8 @@ static void shrink(struct daemon *d, struct tenant *t)
   uint32_t ppm = (uint32_t) (t->idle.fraction * 1e6) + 1;
   if (ppm < 10000)
     ppm = 10000;
-  if (ppm < atomic_load(&t->limits->compute.limit_ppm) || !atomic_load(&t->limits->compute.limit_ppm))
+  if (ppm < atomic_load(&t->limits->compute.limit_ppm) ||
+      !atomic_load(&t->limits->compute.limit_ppm))
     registry_set_compute(t, &ppm, NULL, NULL);
 }
 
@@ -173,11 +181,8 @@ static int perform(struct daemon *d, struct tenant *t, const struct idle_action 
       return snprintf(error, len, "no process of the tenant to stop"), -1;
     t->idle.kill_mono = daemon_now_mono() + a->grace_s;
     return 0;
-  case IDLE_SHRINK:
-    shrink(d, t);
-    return 0;
-  default:
-    return 0;
+  case IDLE_SHRINK: shrink(d, t); return 0;
+  default: return 0;
   }
 }
 

@@ -46,10 +46,12 @@ static int duration_of(const json_t *v, double *out)
   double x = strtod(s, &end);
   if (end == s || errno || x < 0 || !isfinite(x))
     return -1;
-  double unit = !*end ? 1 : strcmp(end, "s") == 0 ? 1 : strcmp(end, "m") == 0 ? 60
-    : strcmp(end, "h") == 0                                                     ? 3600
-    : strcmp(end, "d") == 0                                                     ? 86400
-                                                                                : -1;
+  double unit = !*end       ? 1
+    : strcmp(end, "s") == 0 ? 1
+    : strcmp(end, "m") == 0 ? 60
+    : strcmp(end, "h") == 0 ? 3600
+    : strcmp(end, "d") == 0 ? 86400
+                            : -1;
   if (unit < 0)
     return -1;
   *out = x * unit;
@@ -127,8 +129,9 @@ static int parse_action(const json_t *o, struct idle_action *a, const struct whe
       opt_duration(o, "grace", &a->grace_s, w, err) < 0)
     return gs_error_prepend(err, "%s", ""), -1;
   const json_t *url = json_object_get(o, "url");
-  if (url && (!json_is_string(url) || strlen(json_string_value(url)) >= sizeof(a->url) ||
-              strncmp(json_string_value(url), "http", 4) != 0))
+  if (url &&
+      (!json_is_string(url) || strlen(json_string_value(url)) >= sizeof(a->url) ||
+       strncmp(json_string_value(url), "http", 4) != 0))
     return bad(err, w, "actions[].url", "an http:// or https:// URL");
   if (url)
     snprintf(a->url, sizeof(a->url), "%s", json_string_value(url));
@@ -143,7 +146,7 @@ static int parse_actions(const json_t *o, struct idle_rule *r, const struct wher
 {
   const json_t *v = json_object_get(o, "actions");
   if (!v) {
-    r->actions[0] = (struct idle_action) { .kind = IDLE_NOTIFY, .signo = SIGUSR1, .grace_s = 30 };
+    r->actions[0] = (struct idle_action){ .kind = IDLE_NOTIFY, .signo = SIGUSR1, .grace_s = 30 };
     r->nactions = 1;
     return 0;
   }
@@ -151,9 +154,11 @@ static int parse_actions(const json_t *o, struct idle_rule *r, const struct wher
     return bad(err, w, "actions", "a list of 1 to 8 actions");
   size_t i;
   const json_t *a;
-  json_array_foreach (v, i, a) {
+  json_array_foreach(v, i, a)
+  {
     if (!json_is_object(a))
-      return bad(err, w, "actions[]", "an object such as {\"action\": \"suspend\", \"after\": \"1h\"}");
+      return bad(err, w, "actions[]",
+                 "an object such as {\"action\": \"suspend\", \"after\": \"1h\"}");
     if (parse_action(a, &r->actions[r->nactions++], w, err) < 0)
       return -1;
   }
@@ -197,18 +202,19 @@ static int parse_limits(const json_t *o, struct idle_rule *r, const struct where
   return 0;
 }
 
-static const char *const rule_keys[] = { "name",       "match",           "exempt",   "never",
-                                         "threshold",  "duration",        "grace",    "cpu_exempt",
-                                         "requests_exempt", "actions", NULL };
+static const char *const rule_keys[] = { "name",    "match",      "exempt",
+                                         "never",   "threshold",  "duration",
+                                         "grace",   "cpu_exempt", "requests_exempt",
+                                         "actions", NULL };
 static const char *const schedule_keys[] = { "name", "match", "tz", "windows", NULL };
 
 /* A key the format does not have is a mistake, not something to ignore silently. */
-static int unknown_key(json_t *o, const char *const *keys, const struct where *w,
-                       gs_error_t *err)
+static int unknown_key(json_t *o, const char *const *keys, const struct where *w, gs_error_t *err)
 {
   const char *k;
   json_t *v;
-  json_object_foreach (o, k, v) {
+  json_object_foreach(o, k, v)
+  {
     bool known = false;
     for (int i = 0; keys[i] && !known; i++)
       known = strcmp(keys[i], k) == 0;
@@ -250,8 +256,9 @@ static int parse_schedule(json_t *o, int index, struct idle_schedule *s, gs_erro
     return -1;
   const json_t *tz = json_object_get(o, "tz");
   snprintf(s->tz, sizeof(s->tz), "UTC");
-  if (tz && (!json_is_string(tz) || strlen(json_string_value(tz)) >= sizeof(s->tz) ||
-             !idle_tz_valid(json_string_value(tz))))
+  if (tz &&
+      (!json_is_string(tz) || strlen(json_string_value(tz)) >= sizeof(s->tz) ||
+       !idle_tz_valid(json_string_value(tz))))
     return bad(err, &w, "tz", "a time zone of the tz database, such as \"Europe/Paris\"");
   if (tz)
     snprintf(s->tz, sizeof(s->tz), "%s", json_string_value(tz));
@@ -260,7 +267,8 @@ static int parse_schedule(json_t *o, int index, struct idle_schedule *s, gs_erro
     return bad(err, &w, "windows", "a list of 1 to 8 windows such as \"Mon-Fri 18:00-08:00\"");
   size_t i;
   const json_t *x;
-  json_array_foreach (v, i, x) {
+  json_array_foreach(v, i, x)
+  {
     gs_error_t werr = NULL;
     if (!json_is_string(x) || idle_window_parse(json_string_value(x), &s->w[s->nw++], &werr) < 0) {
       int r = gs_make_error(err, EINVAL, "schedule '%s': field 'windows': %s", s->name,
@@ -287,16 +295,19 @@ int idle_rules_parse(json_t *j, struct idle_rules *out, gs_error_t *err)
     return gs_make_error(err, EINVAL, "want an object with \"rules\" and \"schedules\"");
   const char *k;
   json_t *v;
-  json_object_foreach (j, k, v)
-    if (strcmp(k, "rules") != 0 && strcmp(k, "schedules") != 0)
-      return gs_make_error(err, EINVAL, "field '%s': no such field (want rules, schedules)", k);
+  json_object_foreach(
+    j, k, v) if (strcmp(k, "rules") != 0 &&
+                 strcmp(k, "schedules") !=
+                   0) return gs_make_error(err, EINVAL,
+                                           "field '%s': no such field (want rules, schedules)", k);
   int nr = parse_list(j, "rules", 256, err), ns = nr < 0 ? -1 : parse_list(j, "schedules", 64, err);
   if (nr < 0 || ns < 0)
     return -1;
   r.r = xcalloc((size_t) nr + 1, sizeof(*r.r));
   r.s = xcalloc((size_t) ns + 1, sizeof(*r.s));
   for (r.n = 0; r.n < nr; r.n++)
-    if (parse_rule(json_array_get(json_object_get(j, "rules"), (size_t) r.n), r.n, &r.r[r.n], err) < 0)
+    if (parse_rule(json_array_get(json_object_get(j, "rules"), (size_t) r.n), r.n, &r.r[r.n], err) <
+        0)
       goto fail;
   for (r.ns = 0; r.ns < ns; r.ns++)
     if (parse_schedule(json_array_get(json_object_get(j, "schedules"), (size_t) r.ns), r.ns,
@@ -339,7 +350,8 @@ static json_t *action_json(const struct idle_action *a)
   if (a->kind == IDLE_NOTIFY && a->url[0])
     json_object_set_new(j, "url", json_string(a->url));
   if (a->kind == IDLE_SIGNAL)
-    json_object_set_new(j, "signal", json_string(a->signo == SIGUSR1 ? "SIGUSR1" : sigabbrev_np(a->signo)));
+    json_object_set_new(j, "signal",
+                        json_string(a->signo == SIGUSR1 ? "SIGUSR1" : sigabbrev_np(a->signo)));
   if (a->kind == IDLE_STOP)
     json_object_set_new(j, "grace", json_real(a->grace_s));
   return j;
@@ -379,8 +391,9 @@ json_t *idle_rules_json(const struct idle_rules *r)
     json_t *w = json_array();
     for (int k = 0; k < r->s[i].nw; k++)
       json_array_append_new(w, window_json(&r->s[i].w[k]));
-    json_array_append_new(scheds, json_pack("{s:s, s:s, s:s, s:o}", "name", r->s[i].name, "match",
-                                            r->s[i].match, "tz", r->s[i].tz, "windows", w));
+    json_array_append_new(scheds,
+                          json_pack("{s:s, s:s, s:s, s:o}", "name", r->s[i].name, "match",
+                                    r->s[i].match, "tz", r->s[i].tz, "windows", w));
   }
   return json_pack("{s:o, s:o}", "rules", rules, "schedules", scheds);
 }

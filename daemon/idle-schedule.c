@@ -149,8 +149,11 @@ static void sched_record(struct daemon *d, struct tenant *t, const struct idle_s
 {
   char rule[96];
   snprintf(rule, sizeof(rule), "schedule:%s", s->name);
-  struct idle_why why = { .rule = rule, .idle_s = t->idle.idle_s, .fraction = t->idle.fraction,
-                          .cpu = t->idle.cpu, .vram_bytes = t->idle.vram_bytes };
+  struct idle_why why = { .rule = rule,
+                          .idle_s = t->idle.idle_s,
+                          .fraction = t->idle.fraction,
+                          .cpu = t->idle.cpu,
+                          .vram_bytes = t->idle.vram_bytes };
   idle_record(d, t, what, &why, !idle_acting(d), result);
   snprintf(t->idle.did, sizeof(t->idle.did), "%s%s (schedule %s)%s%s",
            idle_acting(d) ? "" : "would ", what, s->name, result[0] ? ": " : "", result);

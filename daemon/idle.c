@@ -46,8 +46,8 @@ int idle_init(struct daemon *d, gs_error_t *err)
       idle_rules_load(d->cfg.idle_rules, &d->idle->rules, err) < 0)
     return -1;
   if (d->idle->rules.n || d->idle->rules.ns)
-    GS_LOG(GS_LOG_INFO, "idle: %d rule(s), %d schedule(s), %s", d->idle->rules.n,
-           d->idle->rules.ns, idle_acting(d) ? "acting" : "dry run");
+    GS_LOG(GS_LOG_INFO, "idle: %d rule(s), %d schedule(s), %s", d->idle->rules.n, d->idle->rules.ns,
+           idle_acting(d) ? "acting" : "dry run");
   return 0;
 }
 
@@ -171,13 +171,13 @@ static bool observe(struct daemon *d, struct tenant *t, const struct idle_rule *
   ti->holding = vram > 0;
   double threshold = r ? r->threshold : 0.01;
   bool suspended = suspend_state(t) != GS_RUN_RUNNING;
-  *why = suspended                                    ? "suspended"
-    : first                                           ? "active"
-    : !ti->holding                                    ? "no-memory"
-    : ti->fraction >= threshold                       ? "active"
+  *why = suspended                                       ? "suspended"
+    : first                                              ? "active"
+    : !ti->holding                                       ? "no-memory"
+    : ti->fraction >= threshold                          ? "active"
     : r && r->cpu_exempt > 0 && ti->cpu >= r->cpu_exempt ? "busy-cpu"
-    : r && r->requests_exempt && moved                ? "serving"
-                                                      : "idle";
+    : r && r->requests_exempt && moved                   ? "serving"
+                                                         : "idle";
   return !suspended && strcmp(*why, "idle") != 0;
 }
 
@@ -185,8 +185,12 @@ static bool observe(struct daemon *d, struct tenant *t, const struct idle_rule *
 static void escalate(struct daemon *d, struct tenant *t, const struct idle_rule *r)
 {
   struct tenant_idle *ti = &t->idle;
-  struct idle_why why = { .rule = r->name, .idle_s = ti->idle_s, .fraction = ti->fraction,
-                          .threshold = r->threshold, .cpu = ti->cpu, .vram_bytes = ti->vram_bytes };
+  struct idle_why why = { .rule = r->name,
+                          .idle_s = ti->idle_s,
+                          .fraction = ti->fraction,
+                          .threshold = r->threshold,
+                          .cpu = ti->cpu,
+                          .vram_bytes = ti->vram_bytes };
   bool dry = !idle_acting(d);
   snprintf(ti->would, sizeof(ti->would), "nothing more");
   for (int i = 0; i < r->nactions; i++) {
@@ -263,8 +267,7 @@ static bool gpu_empty(const struct daemon *d, int g)
 {
   for (int i = 0; i < d->reg.n; i++) {
     const struct tenant *t = d->reg.v[i];
-    if (t->gpu[g].used_bytes || t->gpu[g].nvml_bytes ||
-        atomic_load(&t->limits->suspended_bytes[g]))
+    if (t->gpu[g].used_bytes || t->gpu[g].nvml_bytes || atomic_load(&t->limits->suspended_bytes[g]))
       return false;
   }
   return true;
@@ -291,7 +294,8 @@ static void esc(char *out, size_t len, const char *s)
   out[n] = '\0';
 }
 
-static void put(char **text, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(char **text, size_t *len, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
 static void put(char **text, size_t *len, const char *fmt, ...)
 {
   va_list ap;
@@ -310,25 +314,30 @@ static void put(char **text, size_t *len, const char *fmt, ...)
 void idle_metrics_append(const struct daemon *d, char **text, size_t *len)
 {
   char a[256], b[256];
-  put(text, len, "# HELP gpuslice_tenant_idle_seconds Time since the tenant's last GPU activity while it holds memory.\n"
-                 "# TYPE gpuslice_tenant_idle_seconds gauge\n");
+  put(text, len,
+      "# HELP gpuslice_tenant_idle_seconds Time since the tenant's last GPU activity while it "
+      "holds memory.\n"
+      "# TYPE gpuslice_tenant_idle_seconds gauge\n");
   for (int i = 0; i < d->reg.n; i++) {
     const struct tenant *t = d->reg.v[i];
     esc(a, sizeof(a), t->name);
     esc(b, sizeof(b), t->idle.rule);
-    put(text, len, "gpuslice_tenant_idle_seconds{tenant=\"%s\",rule=\"%s\",state=\"%s\"} %.3f\n", a, b,
-        t->idle.state[0] ? t->idle.state : "active", t->idle.idle_s);
+    put(text, len, "gpuslice_tenant_idle_seconds{tenant=\"%s\",rule=\"%s\",state=\"%s\"} %.3f\n", a,
+        b, t->idle.state[0] ? t->idle.state : "active", t->idle.idle_s);
   }
-  put(text, len, "# HELP gpuslice_idle_actions_total Idle actions done (dry_run=\"true\": due in a dry run, not done), by action and rule.\n"
-                 "# TYPE gpuslice_idle_actions_total counter\n");
+  put(text, len,
+      "# HELP gpuslice_idle_actions_total Idle actions done (dry_run=\"true\": due in a dry run, "
+      "not done), by action and rule.\n"
+      "# TYPE gpuslice_idle_actions_total counter\n");
   for (int i = 0; i < d->idle->nc; i++) {
     const struct idle_counter *c = &d->idle->c[i];
     esc(b, sizeof(b), c->rule);
     put(text, len, "gpuslice_idle_actions_total{action=\"%s\",rule=\"%s\",dry_run=\"%s\"} %llu\n",
         idle_action_name(c->kind), b, c->dry ? "true" : "false", (unsigned long long) c->n);
   }
-  put(text, len, "# HELP gpuslice_gpu_empty 1 when no tenant holds memory on the GPU (for consolidation).\n"
-                 "# TYPE gpuslice_gpu_empty gauge\n");
+  put(text, len,
+      "# HELP gpuslice_gpu_empty 1 when no tenant holds memory on the GPU (for consolidation).\n"
+      "# TYPE gpuslice_gpu_empty gauge\n");
   for (int g = 0; g < d->snap.ngpus; g++)
     put(text, len, "gpuslice_gpu_empty{gpu=\"%d\",UUID=\"%s\"} %d\n", g, d->snap.gpus[g].uuid,
         gpu_empty(d, g));

@@ -19,7 +19,14 @@
 struct daemon;
 struct tenant;
 
-enum idle_action_kind { IDLE_NOTIFY, IDLE_SIGNAL, IDLE_SUSPEND, IDLE_STOP, IDLE_SHRINK, IDLE_NKINDS };
+enum idle_action_kind {
+  IDLE_NOTIFY,
+  IDLE_SIGNAL,
+  IDLE_SUSPEND,
+  IDLE_STOP,
+  IDLE_SHRINK,
+  IDLE_NKINDS
+};
 
 #define IDLE_ACTIONS_MAX 8
 #define IDLE_WINDOWS_MAX 8
@@ -28,10 +35,10 @@ enum idle_action_kind { IDLE_NOTIFY, IDLE_SIGNAL, IDLE_SUSPEND, IDLE_STOP, IDLE_
 
 struct idle_action {
   enum idle_action_kind kind;
-  double after_s;    /* idle time past the rule's duration at which it is due */
-  char url[512];     /* notify: the webhook ("" : the log only) */
-  int signo;         /* signal: SIGUSR1 unless given */
-  double grace_s;    /* stop: SIGTERM, then SIGKILL this long after */
+  double after_s; /* idle time past the rule's duration at which it is due */
+  char url[512];  /* notify: the webhook ("" : the log only) */
+  int signo;      /* signal: SIGUSR1 unless given */
+  double grace_s; /* stop: SIGTERM, then SIGKILL this long after */
 };
 
 struct idle_rule {
@@ -42,8 +49,8 @@ struct idle_rule {
   double threshold;               /* device-time fraction under which a tenant is idle */
   double duration_s;              /* idle this long before the first action is due */
   double grace_s;                 /* after a tenant is first seen, nothing is due */
-  double cpu_exempt;              /* >0: CPU use of its processes, in cores, that counts as activity */
-  bool requests_exempt;           /* a served-requests counter that moves counts as activity */
+  double cpu_exempt;    /* >0: CPU use of its processes, in cores, that counts as activity */
+  bool requests_exempt; /* a served-requests counter that moves counts as activity */
   struct idle_action actions[IDLE_ACTIONS_MAX];
   int nactions;
 };
@@ -131,6 +138,7 @@ void idle_record(struct daemon *d, struct tenant *t, const char *what, const str
 /* A stop's SIGKILL when its grace is over. */
 void idle_stop_step(struct daemon *d, struct tenant *t, double mono);
 /* The JSON body the webhook gets (docs/idle.md). */
-json_t *idle_notify_body(const struct daemon *d, const struct tenant *t, const struct idle_why *why);
+json_t *idle_notify_body(const struct daemon *d, const struct tenant *t,
+                         const struct idle_why *why);
 
 #endif

@@ -11,7 +11,8 @@
 #include <string.h>
 
 static const char usage_sql[] =
-  "SELECT key, COUNT(*), SUM(gs), SUM(vbs), SUM(wall), SUM(served), SUM(alloc), SUM(susp), SUM(recl) FROM ("
+  "SELECT key, COUNT(*), SUM(gs), SUM(vbs), SUM(wall), SUM(served), SUM(alloc), SUM(susp), "
+  "SUM(recl) FROM ("
   "  SELECT CASE ?4 WHEN 'tenant' THEN t.name WHEN 'user' THEN t.user"
   "         ELSE COALESCE((SELECT value FROM tenant_labels WHERE tenant_id = t.id AND key = ?5), "
   "'') END AS key,"

@@ -385,8 +385,8 @@ int usage_db_idle_action(struct usage_db *db, const struct tenant *t,
                          const struct usage_idle_action *a, gs_error_t *err)
 {
   int64_t dry = a->dry_run, vram = (int64_t) a->vram_bytes;
-  const void *vals[] = { &t->db_id,   &a->at,        a->rule,   a->action, &dry,      &a->idle_s,
-                         &a->fraction, &a->threshold, &a->cpu,   &vram,     a->reason, a->error };
+  const void *vals[] = { &t->db_id,    &a->at,        a->rule, a->action, &dry,      &a->idle_s,
+                         &a->fraction, &a->threshold, &a->cpu, &vram,     a->reason, a->error };
   if (!t->db_id)
     return 0;
   return exec_bound(db,

@@ -27,11 +27,13 @@ static struct idle_rules parse_ok(const char *text)
 static void test_rule_fields_and_defaults(void **state)
 {
   (void) state;
-  struct idle_rules r = parse_ok(
-    "{\"rules\": [{\"name\": \"nb\", \"match\": \"type=notebook\", \"duration\": \"30m\", \"grace\": 600,"
-    " \"cpu_exempt\": 0.5, \"actions\": [{\"action\": \"signal\"}, {\"action\": \"suspend\", \"after\": \"1h\"},"
-    " {\"action\": \"stop\", \"after\": \"2h\", \"grace\": \"45s\"}]},"
-    " {\"name\": \"serving\", \"match\": \"type=serving\", \"never\": true}]}");
+  struct idle_rules r =
+    parse_ok("{\"rules\": [{\"name\": \"nb\", \"match\": \"type=notebook\", \"duration\": \"30m\", "
+             "\"grace\": 600,"
+             " \"cpu_exempt\": 0.5, \"actions\": [{\"action\": \"signal\"}, {\"action\": "
+             "\"suspend\", \"after\": \"1h\"},"
+             " {\"action\": \"stop\", \"after\": \"2h\", \"grace\": \"45s\"}]},"
+             " {\"name\": \"serving\", \"match\": \"type=serving\", \"never\": true}]}");
   assert_int_equal(r.n, 2);
   assert_string_equal(r.r[0].name, "nb");
   assert_true(r.r[0].threshold > 0.0099 && r.r[0].threshold < 0.0101); /* the default */
@@ -50,17 +52,23 @@ static void test_mistakes_name_rule_and_field_in_one_line(void **state)
   static const struct {
     const char *json, *want;
   } cases[] = {
-    { "{\"rules\": [{\"name\": \"a\", \"duration\": \"5 min\"}]}", "rule 'a': field 'duration': want" },
+    { "{\"rules\": [{\"name\": \"a\", \"duration\": \"5 min\"}]}",
+      "rule 'a': field 'duration': want" },
     { "{\"rules\": [{\"name\": \"a\"}]}", "rule 'a': field 'duration': want" },
     { "{\"rules\": [{\"duration\": 5}]}", "rule '#1': field 'name'" },
-    { "{\"rules\": [{\"name\": \"a\", \"duration\": 5, \"exempt\": \"x\"}]}", "rule 'a': field 'exempt'" },
-    { "{\"rules\": [{\"name\": \"a\", \"duration\": 5, \"actions\": []}]}", "rule 'a': field 'actions'" },
-    { "{\"rules\": [{\"name\": \"a\", \"duration\": 5, \"actions\": [{\"action\": \"notify\", \"url\": \"ftp://x\"}]}]}",
+    { "{\"rules\": [{\"name\": \"a\", \"duration\": 5, \"exempt\": \"x\"}]}",
+      "rule 'a': field 'exempt'" },
+    { "{\"rules\": [{\"name\": \"a\", \"duration\": 5, \"actions\": []}]}",
+      "rule 'a': field 'actions'" },
+    { "{\"rules\": [{\"name\": \"a\", \"duration\": 5, \"actions\": [{\"action\": \"notify\", "
+      "\"url\": \"ftp://x\"}]}]}",
       "rule 'a': field 'actions[].url'" },
     { "{\"rules\": [{\"name\": \"a\", \"duration\": 5}, {\"name\": \"a\", \"duration\": 6}]}",
       "rule 'a': field 'name': used twice" },
-    { "{\"schedules\": [{\"name\": \"s\", \"windows\": [\"Mon-Fri 08:00-08:00\"]}]}", "schedule 's': field 'windows'" },
-    { "{\"schedules\": [{\"name\": \"s\", \"tz\": \"../etc/passwd\", \"windows\": [\"Sat\"]}]}", "schedule 's': field 'tz'" },
+    { "{\"schedules\": [{\"name\": \"s\", \"windows\": [\"Mon-Fri 08:00-08:00\"]}]}",
+      "schedule 's': field 'windows'" },
+    { "{\"schedules\": [{\"name\": \"s\", \"tz\": \"../etc/passwd\", \"windows\": [\"Sat\"]}]}",
+      "schedule 's': field 'tz'" },
     { "{\"rulez\": []}", "field 'rulez'" },
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -103,16 +111,16 @@ static void test_night_and_weekend_windows_in_paris(void **state)
     double at; /* hours after Friday 00:00 UTC; Paris is UTC+1 in January */
     bool on;
   } cases[] = {
-    { 6.5, true },             /* Fri 07:30 Paris */
-    { 7.0, false },            /* Fri 08:00 Paris: resumed */
-    { 12, false },             /* Fri 13:00 */
-    { 16.99, false },          /* Fri 17:59 */
-    { 17.0, true },            /* Fri 18:00 */
-    { 24 + 11, true },         /* Sat 12:00 */
-    { 48 + 22, true },         /* Sun 23:00 */
-    { 72 + 6.99, true },       /* Mon 07:59 */
-    { 72 + 7, false },         /* Mon 08:00 */
-    { 96 + 3, true },          /* Tue 04:00 */
+    { 6.5, true },       /* Fri 07:30 Paris */
+    { 7.0, false },      /* Fri 08:00 Paris: resumed */
+    { 12, false },       /* Fri 13:00 */
+    { 16.99, false },    /* Fri 17:59 */
+    { 17.0, true },      /* Fri 18:00 */
+    { 24 + 11, true },   /* Sat 12:00 */
+    { 48 + 22, true },   /* Sun 23:00 */
+    { 72 + 6.99, true }, /* Mon 07:59 */
+    { 72 + 7, false },   /* Mon 08:00 */
+    { 96 + 3, true },    /* Tue 04:00 */
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     if (idle_schedule_active(s, FRI0 + cases[i].at * H) != cases[i].on)
