@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from daemon_env import GPUSLICE, MIB, Daemon, shared_root, wait_for  # noqa: F401 (a fixture)
+from daemon_env import (GPUSLICE, MIB, Daemon, as_user_request, ensure_user, needs_root, shared_root,  # noqa: F401
+                        wait_for)
 from quota_env import for_python
 
 HERE = Path(__file__).resolve().parent
@@ -456,5 +457,21 @@ def test_schedule_suspends_at_18_holds_the_weekend_and_resumes_at_08(shared_root
         assert acts == [("schedule:dev-nights", "suspend", 0), ("schedule:dev-nights", "resume", 0)], acts
         assert rows(d, "prod") == []
         assert dev.cmd("meminfo")["total"] > 0
+    finally:
+        d.stop()
+
+
+@needs_root
+def test_only_an_admin_may_change_the_rules_and_a_user_sees_only_their_tenants(shared_root, tenants):
+    d = start(shared_root, [NOTEBOOK])
+    try:
+        pw = ensure_user("gs-idle-user")
+        tenants.append(holding(d, "root-nb", ["type=notebook"]))
+        wait_for(lambda: idle_of(d, "root-nb"), what="root-nb listed")
+        status, body = as_user_request(d, pw, "PUT", "/v1/idle/rules", {"rules": []})
+        assert status == 403, body
+        assert [r["name"] for r in d.get("/v1/idle/rules")[1]["rules"]] == ["notebooks"]
+        status, body = as_user_request(d, pw, "GET", "/v1/idle")
+        assert status == 200 and body["tenants"] == [], body
     finally:
         d.stop()
