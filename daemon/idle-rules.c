@@ -28,7 +28,7 @@ struct where {
 
 static int bad(gs_error_t *err, const struct where *w, const char *field, const char *want)
 {
-  return gs_make_error(err, EINVAL, "%s '%s': field '%s': want %s", w->kind, w->name, field, want);
+  return gs_make_error(err, 0, "%s '%s': field '%s': want %s", w->kind, w->name, field, want);
 }
 
 /* 900, "900", "90s", "30m", "1h", "2d". */
@@ -219,7 +219,7 @@ static int unknown_key(json_t *o, const char *const *keys, const struct where *w
     for (int i = 0; keys[i] && !known; i++)
       known = strcmp(keys[i], k) == 0;
     if (!known)
-      return gs_make_error(err, EINVAL, "%s '%s': field '%s': no such field", w->kind, w->name, k);
+      return gs_make_error(err, 0, "%s '%s': field '%s': no such field", w->kind, w->name, k);
   }
   return 0;
 }
@@ -229,7 +229,7 @@ static int parse_rule(json_t *o, int index, struct idle_rule *r, gs_error_t *err
   struct where w = { "rule", NULL };
   memset(r, 0, sizeof(*r));
   if (!json_is_object(o))
-    return gs_make_error(err, EINVAL, "rule #%d: want an object", index + 1);
+    return gs_make_error(err, 0, "rule #%d: want an object", index + 1);
   if (parse_name(o, r->name, sizeof(r->name), index, &w, err) < 0 ||
       unknown_key(o, rule_keys, &w, err) < 0 ||
       opt_selector(o, "match", r->match, sizeof(r->match), &w, err) < 0 ||
@@ -249,7 +249,7 @@ static int parse_schedule(json_t *o, int index, struct idle_schedule *s, gs_erro
   struct where w = { "schedule", NULL };
   memset(s, 0, sizeof(*s));
   if (!json_is_object(o))
-    return gs_make_error(err, EINVAL, "schedule #%d: want an object", index + 1);
+    return gs_make_error(err, 0, "schedule #%d: want an object", index + 1);
   if (parse_name(o, s->name, sizeof(s->name), index, &w, err) < 0 ||
       unknown_key(o, schedule_keys, &w, err) < 0 ||
       opt_selector(o, "match", s->match, sizeof(s->match), &w, err) < 0)
@@ -271,7 +271,7 @@ static int parse_schedule(json_t *o, int index, struct idle_schedule *s, gs_erro
   {
     gs_error_t werr = NULL;
     if (!json_is_string(x) || idle_window_parse(json_string_value(x), &s->w[s->nw++], &werr) < 0) {
-      int r = gs_make_error(err, EINVAL, "schedule '%s': field 'windows': %s", s->name,
+      int r = gs_make_error(err, 0, "schedule '%s': field 'windows': %s", s->name,
                             werr ? werr->msg : "want a string such as \"Mon-Fri 18:00-08:00\"");
       gs_error_release(&werr);
       return r;
@@ -284,7 +284,7 @@ static int parse_list(const json_t *j, const char *key, size_t max, gs_error_t *
 {
   const json_t *v = json_object_get(j, key);
   if (v && (!json_is_array(v) || json_array_size(v) > max))
-    return gs_make_error(err, EINVAL, "field '%s': want a list of at most %zu", key, max);
+    return gs_make_error(err, 0, "field '%s': want a list of at most %zu", key, max);
   return v ? (int) json_array_size(v) : 0;
 }
 
@@ -292,13 +292,13 @@ int idle_rules_parse(json_t *j, struct idle_rules *out, gs_error_t *err)
 {
   struct idle_rules r = { 0 };
   if (!json_is_object(j))
-    return gs_make_error(err, EINVAL, "want an object with \"rules\" and \"schedules\"");
+    return gs_make_error(err, 0, "want an object with \"rules\" and \"schedules\"");
   const char *k;
   json_t *v;
   json_object_foreach(
     j, k, v) if (strcmp(k, "rules") != 0 &&
                  strcmp(k, "schedules") !=
-                   0) return gs_make_error(err, EINVAL,
+                   0) return gs_make_error(err, 0,
                                            "field '%s': no such field (want rules, schedules)", k);
   int nr = parse_list(j, "rules", 256, err), ns = nr < 0 ? -1 : parse_list(j, "schedules", 64, err);
   if (nr < 0 || ns < 0)
@@ -316,7 +316,7 @@ int idle_rules_parse(json_t *j, struct idle_rules *out, gs_error_t *err)
   for (int a = 0; a < r.n; a++)
     for (int b = 0; b < a; b++)
       if (strcmp(r.r[a].name, r.r[b].name) == 0) {
-        gs_make_error(err, EINVAL, "rule '%s': field 'name': used twice", r.r[a].name);
+        gs_make_error(err, 0, "rule '%s': field 'name': used twice", r.r[a].name);
         goto fail;
       }
   *out = r;
@@ -331,7 +331,7 @@ int idle_rules_load(const char *path, struct idle_rules *out, gs_error_t *err)
   json_error_t jerr;
   json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
   if (!j)
-    return gs_make_error(err, EINVAL, "idle rules %s: %s (line %d)", path, jerr.text, jerr.line);
+    return gs_make_error(err, 0, "idle rules %s: %s (line %d)", path, jerr.text, jerr.line);
   int r = idle_rules_parse(j, out, err);
   json_decref(j);
   return r < 0 ? gs_error_prepend(err, "idle rules %s", path) : 0;

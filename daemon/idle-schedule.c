@@ -72,7 +72,7 @@ int idle_window_parse(const char *text, struct idle_window *w, gs_error_t *err)
   int mask = days_parse(text, n);
   memset(w, 0, sizeof(*w));
   if (mask < 0)
-    return gs_make_error(err, EINVAL, "'%s': want days such as Mon-Fri, Sat,Sun or daily", text);
+    return gs_make_error(err, 0, "'%s': want days such as Mon-Fri, Sat,Sun or daily", text);
   w->days = (uint8_t) mask;
   w->end_min = 24 * 60;
   if (!sp)
@@ -81,7 +81,7 @@ int idle_window_parse(const char *text, struct idle_window *w, gs_error_t *err)
     sp++;
   if (strlen(sp) != 11 || sp[5] != '-' || hhmm(sp, &w->start_min) < 0 ||
       hhmm(sp + 6, &w->end_min) < 0 || w->start_min == w->end_min)
-    return gs_make_error(err, EINVAL, "'%s': want times HH:MM-HH:MM, start and end different",
+    return gs_make_error(err, 0, "'%s': want times HH:MM-HH:MM, start and end different",
                          text);
   return 0;
 }

@@ -141,6 +141,16 @@ def test_bad_rule_in_config_refuses_start_with_one_line_naming_rule_and_field(sh
     assert "rule 'nb'" in lines[0] and f"field '{field}'" in lines[0], lines[0]
 
 
+def test_bad_duration_line_is_exactly_the_rule_the_field_and_what_is_wanted(shared_root):
+    d = Daemon(shared_root, spec="a100-80gb")
+    f = rules_file(shared_root, [{"name": "notebooks", "match": "type=notebook", "duration": "30x"}])
+    r = subprocess.run([str(GPUSLICE), "daemon", "--foreground", "--idle-rules", f], env=d.env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr == (f"gpuslice: daemon: idle rules {f}: rule 'notebooks': field 'duration': "
+                        "want a duration such as 900, \"30m\" or \"1h\"\n"), r.stderr
+
+
 @pytest.mark.parametrize("sched, field", [
     ({"name": "dev", "match": "team=dev", "tz": "Mars/Olympus", "windows": ["Sat-Sun"]}, "tz"),
     ({"name": "dev", "match": "team=dev", "windows": ["Mon-Fry 18:00-08:00"]}, "windows"),
