@@ -1,7 +1,8 @@
 """ckpt_probe.py's target (a CUDA process that takes commands on stdin) with two additions for
 the idle tests (test_idle.py):
   IDLE_USR1_FILE=PATH  a SIGUSR1 handler that appends "usr1 PID" to PATH (the signal action)
-  IDLE_SPIN=1          a thread that keeps one CPU busy, as a job loading data does"""
+  IDLE_SPIN=1          a thread that keeps one CPU busy, as a job loading data does
+  IDLE_IGNORE_TERM=1   SIGTERM ignored, as a job stuck in a driver call would"""
 import os
 import runpy
 import signal
@@ -16,6 +17,9 @@ if marker:
         with open(marker, "a") as f:
             f.write(f"usr1 {os.getpid()}\n")
     signal.signal(signal.SIGUSR1, on_usr1)
+
+if os.environ.get("IDLE_IGNORE_TERM") == "1":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 if os.environ.get("IDLE_SPIN") == "1":
     def spin():

@@ -374,6 +374,24 @@ def test_suspension_by_an_idle_rule_shows_as_reclaimed_cost(shared_root, tenants
         d.stop()
 
 
+def test_stop_kills_a_tenant_that_ignores_sigterm_after_the_grace(shared_root, tenants):
+    d = start(shared_root, [rule({"action": "stop", "grace": "3s"})], (), "act")
+    try:
+        nb = holding(d, "stuck", ["type=notebook"], env={"IDLE_IGNORE_TERM": "1"})
+        tenants.append(nb)
+        go_idle(d, "stuck")
+        wait_for(lambda: rows(d, "stuck"), what="the stop recorded")
+        t0 = time.monotonic()
+        time.sleep(1.5)
+        assert nb.p.poll() is None  # SIGTERM ignored: it runs through the grace
+        nb.p.wait(timeout=30)
+        assert time.monotonic() - t0 >= 1.5
+        wait_for(lambda: "stuck" not in d.tenants(), what="stuck ended")
+        assert [(r[1], r[2]) for r in rows(d, "stuck")] == [("stop", 0)]
+    finally:
+        d.stop()
+
+
 # ---- no false positives on the hard cases ----
 
 def twenty_minutes(d, each=None):
