@@ -81,8 +81,7 @@ int idle_window_parse(const char *text, struct idle_window *w, gs_error_t *err)
     sp++;
   if (strlen(sp) != 11 || sp[5] != '-' || hhmm(sp, &w->start_min) < 0 ||
       hhmm(sp + 6, &w->end_min) < 0 || w->start_min == w->end_min)
-    return gs_make_error(err, 0, "'%s': want times HH:MM-HH:MM, start and end different",
-                         text);
+    return gs_make_error(err, 0, "'%s': want times HH:MM-HH:MM, start and end different", text);
   return 0;
 }
 
