@@ -164,7 +164,7 @@ static void print_churn(const struct pack_opts *o, const struct gs_place_churn_r
   if (o->format == 0) {
     printf("policy             %s\n"
            "gpu_alloc_ratio    %.4f\n"
-           "final_alloc_ratio  %.4f\n"
+           "mean_alloc_ratio   %.4f\n"
            "frag_ratio         %.4f\n"
            "failed_share       %.4f\n"
            "life_known         %.4f\n"
@@ -172,13 +172,13 @@ static void print_churn(const struct pack_opts *o, const struct gs_place_churn_r
            "pods_failed        %zu\n"
            "departures         %zu\n"
            "decisions_per_s    %.0f\n",
-           gs_place_policy_name(o->policy), r->gpu_alloc_ratio, r->final_alloc_ratio,
+           gs_place_policy_name(o->policy), r->gpu_alloc_ratio, r->mean_alloc_ratio,
            r->frag_ratio, r->failed_share, r->life_known, r->pods_placed, r->pods_failed,
            r->departures, per_s);
     return;
   }
   json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f}", "gpu_alloc_ratio",
-                        r->gpu_alloc_ratio, "final_alloc_ratio", r->final_alloc_ratio,
+                        r->gpu_alloc_ratio, "mean_alloc_ratio", r->mean_alloc_ratio,
                         "frag_ratio", r->frag_ratio, "failed_share", r->failed_share,
                         "life_known", r->life_known, "pods_placed", (json_int_t) r->pods_placed,
                         "pods_failed", (json_int_t) r->pods_failed, "departures",

@@ -2,7 +2,10 @@
  * none, but a real cluster frees what finished pods held, and a policy that packs well
  * once may fragment what is freed. Arrivals are gs_place_replay's; pod k arrives at time
  * k and leaves at k + its lifetime in steps. A binary heap holds the running pods by end
- * time; everything that ends by an arrival's time is released before it is placed. */
+ * time; everything that ends by an arrival's time is released before it is placed.
+ * The arrivals are the paper's inflation taken to ARRIVAL_FACTOR × inflate × capacity (the
+ * trace, shuffled, then pods drawn with replacement), since with departures the arrived
+ * request no longer is what runs. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,9 @@
 #include "place-internal.h"
 
 #define DEFAULT_COVERAGE 0.95
+/* Arrivals ask for this many times the load that should be running at the end, so that
+ * about two thirds of what arrives has left by then. */
+#define ARRIVAL_FACTOR 3
 
 struct running {
   double end;
@@ -150,25 +156,44 @@ static void run(gs_place_cluster_t *c, const struct gs_place_request *pods, cons
       alloc_sum += alloc_ratio(c);
   }
   out->decisions = n;
-  out->gpu_alloc_ratio = n > half ? alloc_sum / (double) (n - half) : 0;
+  out->mean_alloc_ratio = n > half ? alloc_sum / (double) (n - half) : 0;
   out->failed_share = n > half ? (double) failed_late / (double) (n - half) : 0;
-  out->final_alloc_ratio = alloc_ratio(c);
+  out->gpu_alloc_ratio = alloc_ratio(c);
   struct gs_place_stats st;
   gs_place_stats(c, &st);
   int64_t idle = st.gpu_milli_capacity - st.gpu_milli_allocated;
   out->frag_ratio = idle > 0 ? st.frag_milli / (double) idle : 0;
 }
 
-/* Seconds of lifetime per time step, so that one arrival per step offers inflate ×
- * capacity of GPU load: step = mean(life × request) / (inflate × capacity). */
-static double time_step(const struct gs_place_request *pods, const size_t *order,
-                        const double *life, size_t n, double load)
+/* The GPU request of the arrivals that would still run at the last arrival, were there
+ * room for all, with a time step of step seconds. */
+static double alive_at_end(const struct gs_place_request *pods, const size_t *order,
+                           const double *life, size_t n, double step)
 {
   double sum = 0;
   for (size_t k = 0; k < n; k++)
-    sum += life[k] * (double) pods[order[k]].num_gpu * pods[order[k]].gpu_milli;
-  double step = n && load > 0 ? sum / (double) n / load : 0;
-  return step > 0 ? step : 1;
+    if ((double) k + life[k] / step > (double) (n - 1))
+      sum += (double) pods[order[k]].num_gpu * pods[order[k]].gpu_milli;
+  return sum;
+}
+
+/* Seconds of lifetime per time step, chosen so that the pods still running at the last
+ * arrival, were there room for all, ask for load GPU-milli: the paper's "arrived load"
+ * with departures. Lifetimes are heavy-tailed (minutes to months), so a load from mean
+ * lifetimes (Little's law) is never reached within one replay. Bisection on a log scale:
+ * the request alive at the end only falls as the step grows. */
+static double time_step(const struct gs_place_request *pods, const size_t *order,
+                        const double *life, size_t n, double load)
+{
+  double lo = 1e-9, hi = 1e15;
+  for (int i = 0; i < 200 && hi / lo > 1 + 1e-9; i++) {
+    double mid = __builtin_sqrt(lo * hi);
+    if (alive_at_end(pods, order, life, n, mid) > load)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return hi;
 }
 
 int gs_place_replay_churn(const struct gs_place_node_spec *nodes, size_t n_nodes,
@@ -198,14 +223,14 @@ int gs_place_replay_churn(const struct gs_place_node_spec *nodes, size_t n_nodes
   gs_place_set_tie_seed(c, opts->seed);
   int64_t target = (int64_t) (opts->inflate * (double) c->gpu_capacity);
   memset(out, 0, sizeof(*out));
-  order = gs__place_arrivals(bound, n_pods, target, opts->seed, &n);
+  order = gs__place_arrivals(bound, n_pods, target * ARRIVAL_FACTOR, opts->seed, &n);
   life = order ? lifetimes(life_s, n_pods, order, n, opts->seed, &out->life_known) : NULL;
   h.a = malloc((n + 1) * sizeof(*h.a));
   if (!order || !life || !h.a) {
     gs_make_error(err, ENOMEM, "replay arrivals");
     goto out;
   }
-  double step = time_step(bound, order, life, n, opts->inflate * (double) c->gpu_capacity);
+  double step = time_step(bound, order, life, n, (double) target);
   run(c, bound, order, life, n, step, opts->policy, &h, out);
   ret = 0;
 out:

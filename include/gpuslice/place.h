@@ -137,15 +137,17 @@ int gs_place_replay(const struct gs_place_node_spec *nodes, size_t n_nodes,
                     const struct gs_place_replay_opts *opts, struct gs_place_replay_result *out,
                     gs_error_t *err);
 
-/* The replay with departures (`gpuslice pack --departures`, docs/placement.md): the same
- * arrivals as gs_place_replay, one per time step, each pod leaving after its lifetime.
+/* The replay with departures (`gpuslice pack --departures`, docs/placement.md): arrivals
+ * made as gs_place_replay makes them but to 3 × inflate × capacity, one per time step,
+ * each pod leaving after its lifetime.
  * A lifetime is life_s[i] (seconds; the trace's deletion − creation) where >= 0, else
  * drawn from an exponential distribution with the mean of the known ones (1 if none
- * is known; life_s may be NULL). Lifetimes are scaled to time steps so that the offered
- * load, arrival rate × mean(lifetime × GPU request), is opts->inflate × capacity. */
+ * is known; life_s may be NULL). Lifetimes are scaled to time steps so that the pods that
+ * would still run at the last arrival, were there room for all, ask for opts->inflate ×
+ * capacity: the replay's "arrived load" with departures. */
 struct gs_place_churn_result {
-  double gpu_alloc_ratio;   /* mean allocated / capacity at each arrival of the second half */
-  double final_alloc_ratio; /* allocated / capacity after the last arrival */
+  double gpu_alloc_ratio;  /* allocated / capacity after the last arrival */
+  double mean_alloc_ratio; /* mean allocated / capacity at each arrival of the second half */
   double frag_ratio;        /* fragment / idle GPU-milli after the last arrival */
   double failed_share;      /* pods that fit nowhere / arrivals, in the second half */
   double life_known;        /* share of arrivals whose lifetime came from the trace */
