@@ -35,7 +35,8 @@ static int set_policy(void *dst, const char *arg, gs_error_t *err)
   enum gs_place_policy p;
   if (gs_place_policy_from_name(arg, &p) < 0)
     return gs_make_error(
-      err, 0, "--policy '%s': unknown policy (first-fit, best-fit, gpu-packing, fgd, fgd-mem, "
+      err, 0,
+      "--policy '%s': unknown policy (first-fit, best-fit, gpu-packing, fgd, fgd-mem, "
       "fgd-mem-tie)",
       arg);
   o->policy = p;
@@ -73,7 +74,7 @@ static const struct gs_opt pack_entries[] = {
   { .name = "write-pods", .arg = "FILE", .kind = GS_OPT_STRING, .offset = OFF(write_pods),
     .help = "Write the pod list (the --variant's, if given) to FILE and replay nothing" },
   { .name = "departures", .kind = GS_OPT_FLAG, .offset = OFF(departures),
-    .help = "Pods leave after their lifetime; --inflate is then the offered load" },
+    .help = "Pods leave after their lifetime; --inflate is then the load running at the end" },
   { .name = "format", .arg = "table|json", .kind = GS_OPT_ENUM, .offset = OFF(format), .choices = pack_formats,
     .def = "table", .help = "Output format" },
   GS_OPT_HELP_ENTRY,
@@ -88,7 +89,8 @@ const struct gs_opt_table cli_pack_table = {
   .summary = "Replay a GPU cluster trace through a placement policy",
   .intro = "Replays an openb trace: the pods, sorted by name and shuffled with --seed, then pods\n"
            "drawn with replacement until the arrived GPU request reaches --inflate times the\n"
-           "cluster's GPU capacity, are placed one by one with no departures.\n",
+           "cluster's GPU capacity, are placed one by one with no departures (unless\n"
+           "--departures). --variant replays a variant of the trace, as the FGD paper derives them.\n",
   .outro = "Reports gpu_alloc_ratio (allocated GPU-milli / capacity), frag_ratio (idle GPU-milli\n"
            "that FGD's typical pods cannot use / idle GPU-milli), pods_placed, pods_failed and\n"
            "decisions_per_s.\n"
@@ -172,17 +174,16 @@ static void print_churn(const struct pack_opts *o, const struct gs_place_churn_r
            "pods_failed        %zu\n"
            "departures         %zu\n"
            "decisions_per_s    %.0f\n",
-           gs_place_policy_name(o->policy), r->gpu_alloc_ratio, r->mean_alloc_ratio,
-           r->frag_ratio, r->failed_share, r->life_known, r->pods_placed, r->pods_failed,
-           r->departures, per_s);
+           gs_place_policy_name(o->policy), r->gpu_alloc_ratio, r->mean_alloc_ratio, r->frag_ratio,
+           r->failed_share, r->life_known, r->pods_placed, r->pods_failed, r->departures, per_s);
     return;
   }
   json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f}", "gpu_alloc_ratio",
-                        r->gpu_alloc_ratio, "mean_alloc_ratio", r->mean_alloc_ratio,
-                        "frag_ratio", r->frag_ratio, "failed_share", r->failed_share,
-                        "life_known", r->life_known, "pods_placed", (json_int_t) r->pods_placed,
-                        "pods_failed", (json_int_t) r->pods_failed, "departures",
-                        (json_int_t) r->departures, "decisions_per_s", per_s);
+                        r->gpu_alloc_ratio, "mean_alloc_ratio", r->mean_alloc_ratio, "frag_ratio",
+                        r->frag_ratio, "failed_share", r->failed_share, "life_known", r->life_known,
+                        "pods_placed", (json_int_t) r->pods_placed, "pods_failed",
+                        (json_int_t) r->pods_failed, "departures", (json_int_t) r->departures,
+                        "decisions_per_s", per_s);
   char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
   if (s)
     puts(s);
@@ -264,9 +265,9 @@ int cli_pack(int argc, char **argv)
   }
   r = o.have_variant ? make_variant(&o, &nodes, &pods) : CLI_OK;
   if (r == CLI_OK)
-    r = o.write_pods    ? write_pods(o.write_pods, &pods)
+    r = o.write_pods ? write_pods(o.write_pods, &pods)
       : o.departures ? replay_churn(&o, &nodes, &pods)
-                        : replay(&o, &nodes, &pods);
+                     : replay(&o, &nodes, &pods);
   gs_openb_pods_release(&pods);
   gs_openb_nodes_release(&nodes);
   return r;

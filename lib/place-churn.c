@@ -131,8 +131,8 @@ static double alloc_ratio(const gs_place_cluster_t *c)
 
 /* Arrival k at time k: release what ended, then place. Fills out's counters. */
 static void run(gs_place_cluster_t *c, const struct gs_place_request *pods, const size_t *order,
-                const double *life, size_t n, double step, enum gs_place_policy p,
-                struct heap *h, struct gs_place_churn_result *out)
+                const double *life, size_t n, double step, enum gs_place_policy p, struct heap *h,
+                struct gs_place_churn_result *out)
 {
   size_t half = n / 2, failed_late = 0;
   double alloc_sum = 0;
@@ -197,8 +197,8 @@ static double time_step(const struct gs_place_request *pods, const size_t *order
 }
 
 int gs_place_replay_churn(const struct gs_place_node_spec *nodes, size_t n_nodes,
-                          const struct gs_place_request *pods, const int64_t *life_s,
-                          size_t n_pods, const struct gs_place_replay_opts *opts,
+                          const struct gs_place_request *pods, const int64_t *life_s, size_t n_pods,
+                          const struct gs_place_replay_opts *opts,
                           struct gs_place_churn_result *out, gs_error_t *err)
 {
   if (!(opts->inflate > 0))
@@ -217,8 +217,8 @@ int gs_place_replay_churn(const struct gs_place_node_spec *nodes, size_t n_nodes
     gs_make_error(err, ENOMEM, "replay of %zu pods", n_pods);
     goto out;
   }
-  if (gs_place_set_workload(c, bound, n_pods, opts->coverage > 0 ? opts->coverage : DEFAULT_COVERAGE,
-                            err) < 0)
+  if (gs_place_set_workload(c, bound, n_pods,
+                            opts->coverage > 0 ? opts->coverage : DEFAULT_COVERAGE, err) < 0)
     goto out;
   gs_place_set_tie_seed(c, opts->seed);
   int64_t target = (int64_t) (opts->inflate * (double) c->gpu_capacity);

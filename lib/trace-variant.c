@@ -272,8 +272,8 @@ static bool spec_fits(const char *spec, const struct gs_openb_nodes *nodes,
 }
 
 /* gpuspecNN: round(NN% of the GPU pods), chosen at random, get a constraint that fits. */
-static int make_gpuspec(struct builder *b, const struct gs_openb_nodes *nodes, int pct,
-                        uint64_t *s, gs_error_t *err)
+static int make_gpuspec(struct builder *b, const struct gs_openb_nodes *nodes, int pct, uint64_t *s,
+                        gs_error_t *err)
 {
   for (size_t i = 0; i < b->base->n; i++)
     if (add(b, i, err) < 0)

@@ -148,15 +148,15 @@ int gs_place_replay(const struct gs_place_node_spec *nodes, size_t n_nodes,
 struct gs_place_churn_result {
   double gpu_alloc_ratio;  /* allocated / capacity after the last arrival */
   double mean_alloc_ratio; /* mean allocated / capacity at each arrival of the second half */
-  double frag_ratio;        /* fragment / idle GPU-milli after the last arrival */
-  double failed_share;      /* pods that fit nowhere / arrivals, in the second half */
-  double life_known;        /* share of arrivals whose lifetime came from the trace */
+  double frag_ratio;       /* fragment / idle GPU-milli after the last arrival */
+  double failed_share;     /* pods that fit nowhere / arrivals, in the second half */
+  double life_known;       /* share of arrivals whose lifetime came from the trace */
   size_t pods_placed, pods_failed, departures, decisions;
 };
 
 int gs_place_replay_churn(const struct gs_place_node_spec *nodes, size_t n_nodes,
-                          const struct gs_place_request *pods, const int64_t *life_s,
-                          size_t n_pods, const struct gs_place_replay_opts *opts,
+                          const struct gs_place_request *pods, const int64_t *life_s, size_t n_pods,
+                          const struct gs_place_replay_opts *opts,
                           struct gs_place_churn_result *out, gs_error_t *err);
 
 /* Gives back what gs_place_commit took for r on ch's node: r and ch must be those of an

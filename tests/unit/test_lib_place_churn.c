@@ -23,8 +23,12 @@ static void test_departures_free_what_ended_for_later_pods(void **state)
   struct gs_place_request pods[3];
   int64_t life[3] = { 10, 10, 10 };
   for (int i = 0; i < 3; i++)
-    pods[i] = (struct gs_place_request){ .name = i == 0 ? "a" : i == 1 ? "b" : "c",
-                                         .cpu_milli = 1000, .mem_mib = 1024, .num_gpu = 1,
+    pods[i] = (struct gs_place_request){ .name = i == 0 ? "a"
+                                           : i == 1     ? "b"
+                                                        : "c",
+                                         .cpu_milli = 1000,
+                                         .mem_mib = 1024,
+                                         .num_gpu = 1,
                                          .gpu_milli = 1000 };
   struct gs_place_replay_opts o = { .policy = GS_PLACE_FGD_MEM_TIE, .inflate = 1.0, .seed = 1 };
   struct gs_place_churn_result r;
@@ -51,8 +55,9 @@ static void test_unknown_lifetimes_are_drawn_from_the_seed(void **state)
   (void) state;
   struct gs_place_request pods[4];
   for (int i = 0; i < 4; i++)
-    pods[i] = (struct gs_place_request){ .name = "p", .cpu_milli = 100, .mem_mib = 10,
-                                         .num_gpu = 1, .gpu_milli = 300 + 100 * i };
+    pods[i] = (struct gs_place_request){
+      .name = "p", .cpu_milli = 100, .mem_mib = 10, .num_gpu = 1, .gpu_milli = 300 + 100 * i
+    };
   struct gs_place_replay_opts o = { .policy = GS_PLACE_FGD, .inflate = 1.0, .seed = 9 };
   struct gs_place_churn_result a, b;
   gs_error_t err = NULL;
@@ -83,12 +88,11 @@ static void test_bad_inflate_is_refused(void **state)
 static void test_reader_keeps_lifetimes(void **state)
 {
   (void) state;
-  static const char csv[] =
-    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
-    "creation_time,deletion_time,scheduled_time\n"
-    "p0,1,1,1,500,,LS,Running,100,350,100\n"
-    "p1,1,1,0,0,,LS,Running,100,,\n"
-    "p2,1,1,0,0,,LS,Running,400,300,\n";
+  static const char csv[] = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+                            "creation_time,deletion_time,scheduled_time\n"
+                            "p0,1,1,1,500,,LS,Running,100,350,100\n"
+                            "p1,1,1,0,0,,LS,Running,100,,\n"
+                            "p2,1,1,0,0,,LS,Running,400,300,\n";
   FILE *f = fmemopen((void *) (uintptr_t) csv, strlen(csv), "r");
   struct gs_openb_pods l;
   gs_error_t err = NULL;

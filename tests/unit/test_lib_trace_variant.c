@@ -25,8 +25,9 @@ static struct gs_openb_pods make_base(void)
   for (int i = 0; i < N_BASE; i++) {
     struct gs_place_request *r = &base_pods[i];
     snprintf(names[i], sizeof(names[i]), "p%03d", i);
-    *r = (struct gs_place_request){ .name = names[i], .cpu_milli = 1000 + i, .mem_mib = 1024,
-                                    .model_mask = GS_PLACE_ANY_MODEL };
+    *r = (struct gs_place_request){
+      .name = names[i], .cpu_milli = 1000 + i, .mem_mib = 1024, .model_mask = GS_PLACE_ANY_MODEL
+    };
     if (i >= 40 && i < 340)
       r->num_gpu = 1, r->gpu_milli = 500;
     else if (i >= 340 && i < 447)
@@ -74,11 +75,16 @@ static void test_variant_names_parse_and_bad_ones_are_refused(void **state)
     const char *name;
     int ok, kind, pct;
   } cases[] = {
-    { "gpushare60", 1, GS_VARIANT_GPUSHARE, 60 }, { "gpuspec33", 1, GS_VARIANT_GPUSPEC, 33 },
-    { "multigpu50", 1, GS_VARIANT_MULTIGPU, 50 }, { "gpushare100", 1, GS_VARIANT_GPUSHARE, 100 },
-    { "gpushare101", 0, 0, 0 },                   { "multigpu100", 0, 0, 0 },
-    { "gpushare", 0, 0, 0 },                      { "gpushare6x", 0, 0, 0 },
-    { "cpu050", 0, 0, 0 },                        { "", 0, 0, 0 },
+    { "gpushare60", 1, GS_VARIANT_GPUSHARE, 60 },
+    { "gpuspec33", 1, GS_VARIANT_GPUSPEC, 33 },
+    { "multigpu50", 1, GS_VARIANT_MULTIGPU, 50 },
+    { "gpushare100", 1, GS_VARIANT_GPUSHARE, 100 },
+    { "gpushare101", 0, 0, 0 },
+    { "multigpu100", 0, 0, 0 },
+    { "gpushare", 0, 0, 0 },
+    { "gpushare6x", 0, 0, 0 },
+    { "cpu050", 0, 0, 0 },
+    { "", 0, 0, 0 },
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     struct gs_trace_variant v;
