@@ -35,7 +35,8 @@ static int score_node(gs_place_cluster_t *c, enum gs_place_policy p, int i,
   case GS_PLACE_BEST_FIT: return gs__place_score_best_fit(&c->nodes[i], r);
   case GS_PLACE_GPU_PACKING: return gs__place_score_gpu_packing(&c->nodes[i], r);
   case GS_PLACE_FGD: return gs__place_fgd_score(c, i, r, gpu);
-  case GS_PLACE_FGD_MEM: return gs__place_fgd_mem_score(c, i, r, gpu);
+  case GS_PLACE_FGD_MEM: return gs__place_fgd_mem_score(c, i, r, gpu, false);
+  case GS_PLACE_FGD_MEM_TIE: return gs__place_fgd_mem_score(c, i, r, gpu, true);
   case GS_PLACE_FIRST_FIT: break;
   }
   return 0;
@@ -49,7 +50,7 @@ int gs_place_decide(gs_place_cluster_t *c, enum gs_place_policy p, const struct 
   int best = -1, best_score = 0, best_gpu = -1;
   if (p == GS_PLACE_FGD)
     gs__place_fgd_prepare(c, r);
-  if (p == GS_PLACE_FGD_MEM)
+  if (p == GS_PLACE_FGD_MEM || p == GS_PLACE_FGD_MEM_TIE)
     gs__place_fgd_mem_prepare(c, r);
   for (size_t k = 0; k < c->n; k++) {
     int i = c->tie_order[k], gpu;

@@ -84,10 +84,19 @@ int gs__place_fgd_score(gs_place_cluster_t *c, int node, const struct gs_place_r
 int gs__place_fgd_sigmoid_score(double frag_before, double frag_after);
 void gs__place_fgd_prepare(gs_place_cluster_t *c, const struct gs_place_request *r);
 
+/* place-replay.c: the replay's arrival order (indices into pods) and its copies of the
+ * pods with gpu_spec bound, shared with the replay with departures (place-churn.c). */
+size_t *gs__place_arrivals(const struct gs_place_request *pods, size_t n, int64_t target,
+                           uint64_t seed, size_t *out_n);
+struct gs_place_request *gs__place_bind_pods(gs_place_cluster_t *c,
+                                             const struct gs_place_request *pods, size_t n);
+
 /* place-policy-fgd-mem.c */
 void gs__place_fgd_mem_prepare(gs_place_cluster_t *c, const struct gs_place_request *r);
+/* fit_breaks_ties: fgd-mem-tie, where a sharing request's tightest GPU only breaks ties
+ * between equal FGD scores instead of coming first. */
 int gs__place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
-                            int *gpu);
+                            int *gpu, bool fit_breaks_ties);
 void gs__place_fgd_mem_free(struct place_fgd_mem *m);
 
 #endif

@@ -10,7 +10,7 @@
 static const char *const policy_names[] = {
   [GS_PLACE_FIRST_FIT] = "first-fit",     [GS_PLACE_BEST_FIT] = "best-fit",
   [GS_PLACE_GPU_PACKING] = "gpu-packing", [GS_PLACE_FGD] = "fgd",
-  [GS_PLACE_FGD_MEM] = "fgd-mem",
+  [GS_PLACE_FGD_MEM] = "fgd-mem",         [GS_PLACE_FGD_MEM_TIE] = "fgd-mem-tie",
 };
 
 int gs_place_policy_from_name(const char *name, enum gs_place_policy *out)

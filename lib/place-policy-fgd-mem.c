@@ -16,6 +16,11 @@
  *    shapes are too rare to be typical) do not protect but 4- and 8-GPU requests need.
  *    Among the nodes left, GPU requests keep FGD's random tie order.
  *
+ * fgd-mem-tie is the same policy with change 2 turned around: a sharing request goes by
+ * FGD's score (with memory) first, and the tightest GPU breaks ties between equal scores
+ * (term 0..800). On sharing-heavy traces packing every sharing request tightly first
+ * leaves leftovers that FGD would have kept usable, and fgd-mem falls below FGD.
+ *
  * Score: for a sharing request, (1000 − its GPU's leftover after it) × 1000 + FGD's score;
  * otherwise FGD's truncated sigmoid of the fragment change (0..100) × 1000 + the tie term
  * (0..800), so the tie term never outweighs a point of FGD's score. Nodes of equal total
@@ -182,7 +187,7 @@ static int tie_term(const struct place_node *nd, const struct gs_place_request *
 }
 
 int gs__place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_place_request *r,
-                            int *gpu)
+                            int *gpu, bool fit_breaks_ties)
 {
   const struct place_node *nd = &c->nodes[node];
   struct mem_shape *col = c->fgd_mem ? c->fgd_mem->cur : NULL;
@@ -196,6 +201,8 @@ int gs__place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_pla
     if (e)
       *e = (struct place_cache_entry){ nd->version, (int16_t) s, (int16_t) *gpu };
   }
+  if (gs__place_is_sharing(r) && *gpu >= 0 && fit_breaks_ties) /* FGD's score, then best fit */
+    return s * SCORE_SCALE + (GS_PLACE_MILLI - (nd->left[*gpu] - r->gpu_milli)) * 4 / 5;
   if (gs__place_is_sharing(r) && *gpu >= 0) /* best fit at the GPU first, then FGD's score */
     return (GS_PLACE_MILLI - (nd->left[*gpu] - r->gpu_milli)) * SCORE_SCALE + s;
   return s * SCORE_SCALE + tie_term(nd, r);

@@ -58,8 +58,8 @@ static int64_t gpu_request(const struct gs_place_request *r)
 /* The arrival order, as indices into pods: the pods sorted by name and shuffled, then
  * pods drawn with replacement until the next one would pass the target GPU request; when
  * the trace alone is past it, the shuffled prefix that stays within it. */
-static size_t *arrivals(const struct gs_place_request *pods, size_t n, int64_t target,
-                        uint64_t seed, size_t *out_n)
+size_t *gs__place_arrivals(const struct gs_place_request *pods, size_t n, int64_t target,
+                           uint64_t seed, size_t *out_n)
 {
   size_t cap = n * 2 + 16, len = n;
   size_t *a = malloc(cap * sizeof(*a));
@@ -103,8 +103,8 @@ static size_t *arrivals(const struct gs_place_request *pods, size_t n, int64_t t
 }
 
 /* Copies of the pods with gpu_spec bound to the cluster's models. */
-static struct gs_place_request *bind_pods(gs_place_cluster_t *c,
-                                          const struct gs_place_request *pods, size_t n)
+struct gs_place_request *gs__place_bind_pods(gs_place_cluster_t *c,
+                                             const struct gs_place_request *pods, size_t n)
 {
   struct gs_place_request *b = malloc(n * sizeof(*b));
   if (!b)
@@ -152,7 +152,7 @@ int gs_place_replay(const struct gs_place_node_spec *nodes, size_t n_nodes,
     return -1;
   int ret = -1;
   size_t n_order = 0, *order = NULL;
-  struct gs_place_request *bound = bind_pods(c, pods, n_pods);
+  struct gs_place_request *bound = gs__place_bind_pods(c, pods, n_pods);
   if (!bound) {
     gs_make_error(err, ENOMEM, "replay of %zu pods", n_pods);
     goto out;
@@ -162,7 +162,7 @@ int gs_place_replay(const struct gs_place_node_spec *nodes, size_t n_nodes,
     goto out;
   gs_place_set_tie_seed(c, opts->seed);
   int64_t target = (int64_t) (opts->inflate * (double) c->gpu_capacity);
-  order = arrivals(bound, n_pods, target, opts->seed, &n_order);
+  order = gs__place_arrivals(bound, n_pods, target, opts->seed, &n_order);
   if (!order) {
     gs_make_error(err, ENOMEM, "replay arrivals");
     goto out;

@@ -146,10 +146,28 @@ static int node_row(struct csv *c, struct gs_place_node_spec *s, gs_error_t *err
   return 0;
 }
 
-static int check_time(struct csv *c, int i, const char *what, gs_error_t *err)
+/* Parses field i as a time in seconds; *v is -1 when the field is empty. */
+static int check_time(struct csv *c, int i, const char *what, long long *v, gs_error_t *err)
 {
-  long long v;
-  return *c->field[i] ? csv_int(c, i, what, 0, INT64_MAX / 4, &v, err) : 0;
+  *v = -1;
+  return *c->field[i] ? csv_int(c, i, what, 0, INT64_MAX / 4, v, err) : 0;
+}
+
+/* The pod's lifetime, deletion_time − creation_time, or -1 when the row lacks either
+ * or deletes before it creates. */
+static int pod_life(struct csv *c, int64_t *life, gs_error_t *err)
+{
+  long long created, deleted, scheduled;
+  *life = -1;
+  if (c->n_fields != POD_FIELDS)
+    return 0;
+  if (check_time(c, 8, "creation_time", &created, err) < 0 ||
+      check_time(c, 9, "deletion_time", &deleted, err) < 0 ||
+      check_time(c, 10, "scheduled_time", &scheduled, err) < 0)
+    return -1;
+  if (created >= 0 && deleted >= created)
+    *life = deleted - created;
+  return 0;
 }
 
 static int pod_numbers(struct csv *c, struct gs_place_request *r, gs_error_t *err)
@@ -159,10 +177,6 @@ static int pod_numbers(struct csv *c, struct gs_place_request *r, gs_error_t *er
       csv_int(c, 2, "memory_mib", 0, INT64_MAX / 4, &mem, err) < 0 ||
       csv_int(c, 3, "num_gpu", 0, GS_PLACE_MAX_GPUS, &num, err) < 0 ||
       csv_int(c, 4, "gpu_milli", 0, INT32_MAX, &milli, err) < 0)
-    return -1;
-  if (c->n_fields == POD_FIELDS &&
-      (check_time(c, 8, "creation_time", err) < 0 || check_time(c, 9, "deletion_time", err) < 0 ||
-       check_time(c, 10, "scheduled_time", err) < 0))
     return -1;
   if (num > 1 && milli < GS_PLACE_MILLI)
     return csv_error(c, err, "gpu_milli below 1000 needs num_gpu 1");
@@ -176,10 +190,11 @@ static int pod_numbers(struct csv *c, struct gs_place_request *r, gs_error_t *er
   return 0;
 }
 
-static int pod_row(struct csv *c, int fields, struct gs_place_request *r, gs_error_t *err)
+static int pod_row(struct csv *c, int fields, struct gs_place_request *r, int64_t *life,
+                   gs_error_t *err)
 {
   memset(r, 0, sizeof(*r));
-  if (csv_fields(c, fields, err) < 0 || pod_numbers(c, r, err) < 0)
+  if (csv_fields(c, fields, err) < 0 || pod_numbers(c, r, err) < 0 || pod_life(c, life, err) < 0)
     return -1;
   const char *spec = fields > POD_FIELDS_SHORT ? c->field[5] : "";
   if (*spec && (spec[0] == '|' || spec[strlen(spec) - 1] == '|' || strstr(spec, "||")))
@@ -229,17 +244,18 @@ int gs_openb_read_pods(FILE *f, const char *name, struct gs_openb_pods *out, gs_
 {
   struct csv c = { .f = f, .name = name };
   struct gs_openb_pods l = { 0 };
-  size_t cap = 0;
+  size_t cap = 0, life_cap = 0;
   int r, fields = csv_header(&c, pod_header, pod_header_short, err);
   if (fields < 0)
     goto fail;
   while ((r = csv_next(&c, err)) > 0) {
-    if (grow((void **) &l.pods, &cap, l.n, sizeof(*l.pods)) < 0) {
+    if (grow((void **) &l.pods, &cap, l.n, sizeof(*l.pods)) < 0 ||
+        grow((void **) &l.life_s, &life_cap, l.n, sizeof(*l.life_s)) < 0) {
       gs_make_error(err, ENOMEM, "%s: line %zu", name, c.line_no);
       goto fail;
     }
     l.n++;
-    if (pod_row(&c, fields, &l.pods[l.n - 1], err) < 0)
+    if (pod_row(&c, fields, &l.pods[l.n - 1], &l.life_s[l.n - 1], err) < 0)
       goto fail;
   }
   if (r < 0)
@@ -313,6 +329,29 @@ void gs_openb_pods_release(struct gs_openb_pods *l)
     free_const(l->pods[i].gpu_spec);
   }
   free(l->pods);
+  free(l->life_s);
   l->pods = NULL;
+  l->life_s = NULL;
   l->n = 0;
+}
+
+/* The 11-column form, which gs_openb_read_pods reads back to the same pods: a pod's
+ * lifetime is written as creation_time 0 and deletion_time life_s (empty when unknown);
+ * qos, pod_phase and scheduled_time are not kept and stay empty. */
+int gs_openb_write_pods(FILE *f, const struct gs_openb_pods *l, gs_error_t *err)
+{
+  fprintf(f, "%s\n", pod_header);
+  for (size_t i = 0; i < l->n; i++) {
+    const struct gs_place_request *r = &l->pods[i];
+    int64_t life = l->life_s ? l->life_s[i] : -1;
+    fprintf(f, "%s,%lld,%lld,%d,%d,%s,,,", r->name ? r->name : "", (long long) r->cpu_milli,
+            (long long) r->mem_mib, r->num_gpu, r->gpu_milli, r->gpu_spec ? r->gpu_spec : "");
+    if (life >= 0)
+      fprintf(f, "0,%lld,\n", (long long) life);
+    else
+      fputs(",,\n", f);
+  }
+  if (fflush(f) != 0 || ferror(f))
+    return gs_make_error(err, errno, "write pod list");
+  return 0;
 }

@@ -52,6 +52,10 @@ enum gs_place_policy {
    * safe: CPU-only requests onto nodes with the least idle GPU, a sharing request onto the
    * tightest of its node's equally scored GPUs (docs/placement.md). */
   GS_PLACE_FGD_MEM,
+  /* fgd-mem whose sharing requests go by FGD's score first, the tightest GPU breaking its
+   * ties, instead of by the tightest GPU first: what sharing-heavy traces need
+   * (docs/placement.md). */
+  GS_PLACE_FGD_MEM_TIE,
 };
 
 struct gs_place_choice {
@@ -68,8 +72,8 @@ struct gs_place_stats {
 
 typedef struct gs_place_cluster gs_place_cluster_t;
 
-/* Returns 0 and the policy for "first-fit", "best-fit", "gpu-packing", "fgd" or "fgd-mem";
- * -1 else. */
+/* Returns 0 and the policy for "first-fit", "best-fit", "gpu-packing", "fgd", "fgd-mem" or
+ * "fgd-mem-tie"; -1 else. */
 int gs_place_policy_from_name(const char *name, enum gs_place_policy *out);
 const char *gs_place_policy_name(enum gs_place_policy p);
 
@@ -132,6 +136,28 @@ int gs_place_replay(const struct gs_place_node_spec *nodes, size_t n_nodes,
                     const struct gs_place_request *pods, size_t n_pods,
                     const struct gs_place_replay_opts *opts, struct gs_place_replay_result *out,
                     gs_error_t *err);
+
+/* The replay with departures (`gpuslice pack --departures`, docs/placement.md): arrivals
+ * made as gs_place_replay makes them but to 3 × inflate × capacity, one per time step,
+ * each pod leaving after its lifetime.
+ * A lifetime is life_s[i] (seconds; the trace's deletion − creation) where >= 0, else
+ * drawn from an exponential distribution with the mean of the known ones (1 if none
+ * is known; life_s may be NULL). Lifetimes are scaled to time steps so that the pods that
+ * would still run at the last arrival, were there room for all, ask for opts->inflate ×
+ * capacity: the replay's "arrived load" with departures. */
+struct gs_place_churn_result {
+  double gpu_alloc_ratio;  /* allocated / capacity after the last arrival */
+  double mean_alloc_ratio; /* mean allocated / capacity at each arrival of the second half */
+  double frag_ratio;       /* fragment / idle GPU-milli after the last arrival */
+  double failed_share;     /* pods that fit nowhere / arrivals, in the second half */
+  double life_known;       /* share of arrivals whose lifetime came from the trace */
+  size_t pods_placed, pods_failed, departures, decisions;
+};
+
+int gs_place_replay_churn(const struct gs_place_node_spec *nodes, size_t n_nodes,
+                          const struct gs_place_request *pods, const int64_t *life_s, size_t n_pods,
+                          const struct gs_place_replay_opts *opts,
+                          struct gs_place_churn_result *out, gs_error_t *err);
 
 /* Gives back what gs_place_commit took for r on ch's node: r and ch must be those of an
  * earlier commit on this cluster that has not been released yet. */
