@@ -2,6 +2,7 @@
 # A one-node Kubernetes test cluster on this machine, from the components build.sh made:
 #
 #   cluster.sh up     start etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+#                     the gpuslice scheduler (profile gpuslice-scheduler),
 #                     containerd and kubelet; wait for the node to be Ready; print
 #                     `export KUBECONFIG=<file> PATH=<bin dir>:$PATH` as the last line
 #   cluster.sh down   stop everything `up` started, unmount what kubelet and containerd
@@ -181,6 +182,22 @@ start_controllers() {
 	start kube-scheduler "$bin/kube-scheduler" \
 		--kubeconfig "$d/kubeconfig/kube-scheduler" \
 		--leader-elect=false --secure-port 0
+	start_gpuslice_scheduler
+}
+
+# The gpuslice scheduler (../scheduler), beside the default one: pods that set
+# schedulerName: gpuslice-scheduler are its. Its profile is the example's, with the policy
+# from GS_K8S_POLICY (default fgd). It runs as admin: the built-in system:kube-scheduler
+# role may not patch pods, which its PreBind does (the GPUs chosen, gpuslice.io/gpus).
+# GS_K8S_GPUSLICE_SCHEDULER=0 leaves it out; build.sh builds it with the rest.
+start_gpuslice_scheduler() {
+	[ "${GS_K8S_GPUSLICE_SCHEDULER:-1}" = 0 ] && return 0
+	[ -x "$bin/gpuslice-scheduler" ] || die "$bin/gpuslice-scheduler not found (build.sh builds it; GS_K8S_GPUSLICE_SCHEDULER=0 runs without it)"
+	sed "s/policy: fgd\$/policy: ${GS_K8S_POLICY:-fgd}/" "$here/../examples/gpuslice-scheduler-config.yaml" \
+		>"$d/gpuslice-scheduler.yaml"
+	printf 'clientConnection:\n  kubeconfig: %s\n' "$d/kubeconfig/admin" >>"$d/gpuslice-scheduler.yaml"
+	start gpuslice-scheduler "$bin/gpuslice-scheduler" \
+		--config "$d/gpuslice-scheduler.yaml" --secure-port 0
 }
 
 # containerd's own configuration, everything under $d: root, state, socket, the opt
@@ -642,7 +659,7 @@ down() {
 	stop containerd
 	kill_leftovers
 	# The control plane in reverse order of its start: the apiserver before its etcd.
-	for n in kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$n"; done
+	for n in gpuslice-scheduler kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$n"; done
 	unmount_all
 	ip link delete "$bridge" 2>/dev/null || true
 	remove_cgroups
