@@ -166,4 +166,12 @@ int gs_place_node_tie_rank(const gs_place_cluster_t *c, int node);
 int gs_place_node_take(gs_place_cluster_t *c, const struct gs_place_request *r,
                        const struct gs_place_choice *ch);
 
+/* The replay's arrival order (place-arrivals.c), for a replay run elsewhere (the Kubernetes
+ * replay submits these pods as Pods, in this order): what gs_place_replay places with the
+ * same pods, seed and inflate over a cluster of gpu_capacity_milli. *order is malloc'd,
+ * indices into pods. Returns 0, or -1 and *err. */
+int gs_place_replay_arrivals(const struct gs_place_request *pods, size_t n_pods,
+                             int64_t gpu_capacity_milli, double inflate, uint64_t seed,
+                             size_t **order, size_t *n_order, gs_error_t *err);
+
 #endif

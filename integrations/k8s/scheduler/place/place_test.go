@@ -93,3 +93,50 @@ func TestClusterPerGPUFit(t *testing.T) {
 		t.Fatalf("17 GPUs: %v", err)
 	}
 }
+
+// The Kubernetes replay submits pods in Arrivals' order and places each as the plugin
+// does (decide, then commit): on the repository's openb default trace that gives exactly
+// gs_place_replay's figures, for every policy.
+func TestArrivalsReplayedNodeByNodeMatchPack(t *testing.T) {
+	data := "../../../../data/alibaba-openb/"
+	nodes, err := LoadOpenbNodes(data + "openb_node_list_gpu_node.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := LoadOpenbPods(data + "openb_pod_list_default.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"fgd", "best-fit"} {
+		p, _ := PolicyFromName(name)
+		want, err := Replay(nodes, pods, p, 1.3, 42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := NewCluster(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.SetWorkload(pods, 0.95); err != nil {
+			t.Fatal(err)
+		}
+		cl.SetTieSeed(42)
+		order, err := Arrivals(pods, cl.Stats().CapacityMilli, 1.3, 42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		placed := 0
+		for _, k := range order {
+			if ch, ok := cl.Decide(p, &pods[k]); ok {
+				cl.Commit(&pods[k], ch)
+				placed++
+			}
+		}
+		st := cl.Stats()
+		cl.Free()
+		if placed != want.Placed || st.AllocRatio() != want.AllocRatio || st.FragRatio() != want.FragRatio {
+			t.Errorf("%s: placed %d alloc %.6f frag %.6f; gs_place_replay: %d %.6f %.6f", name, placed,
+				st.AllocRatio(), st.FragRatio(), want.Placed, want.AllocRatio, want.FragRatio)
+		}
+	}
+}
