@@ -233,7 +233,7 @@ func TestScoreFollowsTheCore(t *testing.T) {
 						t.Fatalf("pod %d: normalized %v, decided %s", k, scores, decided)
 					}
 				}
-				if _, err := v.assume(types.UID(fmt.Sprint("pod-", k)), decided, pr, ""); err != nil {
+				if _, err := v.assume(uidOf(k), decided, pr, ""); err != nil {
 					t.Fatal(err)
 				}
 				placed++
@@ -244,3 +244,5 @@ func TestScoreFollowsTheCore(t *testing.T) {
 		})
 	}
 }
+
+func uidOf(k int) types.UID { return types.UID(fmt.Sprint("pod-", k)) }
