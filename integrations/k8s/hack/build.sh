@@ -188,11 +188,20 @@ build_scheduler() {
 	[ "$(cat "$stamps/scheduler" 2>/dev/null)" = "$stamp" ] && [ -x "$bin/gpuslice-scheduler" ] && return 0
 	check_module_version ../../scheduler k8s.io/kubernetes "$GS_K8S_VERSION"
 	rm -f "$stamps/scheduler"
-	local log="$logs/gpuslice-scheduler.log" t0=$(date +%s)
+	local log="$logs/gpuslice-scheduler.log" t0 v=${GS_K8S_VERSION#v} ld="-s -w" kv key val
+	t0=$(date +%s)
+	# kube-scheduler's version variables, as build_kube sets them: the binary says which
+	# kube-scheduler it is.
+	for kv in "gitVersion=$GS_K8S_VERSION" "gitMajor=${v%%.*}" "gitMinor=$(echo "$v" | cut -d. -f2)" \
+		"gitCommit=" "gitTreeState=clean" "buildDate=$(release_time kube k8s.io/kubernetes)"; do
+		key=${kv%%=*}
+		val=${kv#*=}
+		ld="$ld -X k8s.io/client-go/pkg/version.$key=$val -X k8s.io/component-base/version.$key=$val"
+	done
 	say "building gpuslice-scheduler (integrations/k8s/scheduler)"
 	if ! (cd "$here/../scheduler" &&
 		CGO_ENABLED=1 GOTOOLCHAIN=local go build -mod=readonly -trimpath \
-			-tags "selinux,notest,grpcnotrace,netgo,osusergo" -ldflags "-s -w" \
+			-tags "selinux,notest,grpcnotrace,netgo,osusergo" -ldflags "$ld" \
 			-o "$bin/.gpuslice-scheduler.tmp" ./cmd/gpuslice-scheduler) >"$log" 2>&1; then
 		rm -f "$bin/.gpuslice-scheduler.tmp"
 		fail gpuslice-scheduler "$log"
