@@ -8,8 +8,8 @@ JSON line per run (gpuslice-k8s-replay's) and a Markdown table beside `gpuslice 
 
 Usage: bench/run-k8s-pack.py [--policy fgd] [--seed 42] [--bin DIR] [--limit N]
 --bin: a directory with etcd, kube-apiserver, kube-scheduler, kubectl, gpuslice-scheduler
-and gpuslice-k8s-replay (default: what integrations/k8s/hack/build.sh prints, with the
-replay tool built there too). Starts the control plane with cluster.sh (GS_K8S_CONTROL_ONLY=1,
+and gpuslice-k8s-replay (default: what integrations/k8s/hack/build.sh prints; it builds
+all of them). Starts the control plane with cluster.sh (GS_K8S_CONTROL_ONLY=1,
 no root) and stops it at the end."""
 import argparse
 import json
@@ -67,6 +67,8 @@ def main():
               f"{r['per_gpu_misfits']} | {100 * r['gpu_alloc_ratio']:.2f}% | {100 * r['frag_ratio']:.2f}% | "
               f"{r['pods_per_second']:.1f} |")
     r = runs[0]
+    if a.limit:
+        return  # pack's figures are for the whole arrival list
     print(f"| `gpuslice pack --policy {a.policy} --seed {a.seed}` | {r['arrivals']} | {r['pack_pods_placed']} | | | "
           f"{100 * r['pack_gpu_alloc_ratio']:.2f}% | {100 * r['pack_frag_ratio']:.2f}% | |")
 

@@ -7,6 +7,7 @@
 #     containerd containerd-shim-runc-v2 ctr
 #     helm
 #     gpuslice-scheduler   (kube-scheduler with gpuslice's plugin, ../scheduler; cgo)
+#     gpuslice-k8s-replay  (the scale replay's tool, same module)
 #
 # Each comes from a small Go module in components/ that requires the upstream release at
 # the version pinned in versions.sh, fetched through the Go module proxy, and is built with
@@ -185,7 +186,8 @@ scheduler_stamp() {
 build_scheduler() {
 	local stamp
 	stamp="$(scheduler_stamp)"
-	[ "$(cat "$stamps/scheduler" 2>/dev/null)" = "$stamp" ] && [ -x "$bin/gpuslice-scheduler" ] && return 0
+	[ "$(cat "$stamps/scheduler" 2>/dev/null)" = "$stamp" ] && [ -x "$bin/gpuslice-scheduler" ] &&
+		[ -x "$bin/gpuslice-k8s-replay" ] && return 0
 	check_module_version ../../scheduler k8s.io/kubernetes "$GS_K8S_VERSION"
 	rm -f "$stamps/scheduler"
 	local log="$logs/gpuslice-scheduler.log" t0 v=${GS_K8S_VERSION#v} ld="-s -w" kv key val
@@ -206,6 +208,14 @@ build_scheduler() {
 		rm -f "$bin/.gpuslice-scheduler.tmp"
 		fail gpuslice-scheduler "$log"
 	fi
+	# The scale replay's tool (bench/run-k8s-pack.py), from the same module.
+	if ! (cd "$here/../scheduler" &&
+		CGO_ENABLED=1 GOTOOLCHAIN=local go build -mod=readonly -trimpath -tags netgo,osusergo \
+			-ldflags "-s -w" -o "$bin/.gpuslice-k8s-replay.tmp" ./cmd/gpuslice-k8s-replay) >>"$log" 2>&1; then
+		rm -f "$bin/.gpuslice-scheduler.tmp" "$bin/.gpuslice-k8s-replay.tmp"
+		fail gpuslice-k8s-replay "$log"
+	fi
+	mv -f "$bin/.gpuslice-k8s-replay.tmp" "$bin/gpuslice-k8s-replay"
 	mv -f "$bin/.gpuslice-scheduler.tmp" "$bin/gpuslice-scheduler"
 	echo "built in $(($(date +%s) - t0))s" >>"$log"
 	say "built gpuslice-scheduler in $(($(date +%s) - t0))s"
