@@ -189,8 +189,8 @@ start_controllers() {
 # schedulerName: gpuslice-scheduler are its. Its profile is the example's, with the policy
 # from GS_K8S_POLICY (default fgd), the tie seed from GS_K8S_TIE_SEED (default 0) and FGD's
 # workload from GS_K8S_WORKLOAD (an openb pod list; default none). It runs as admin: the
-# built-in system:kube-scheduler
-# role may not patch pods, which its PreBind does (the GPUs chosen, gpuslice.io/gpus).
+# built-in system:kube-scheduler role may not patch pods, which its PreBind does (the GPUs
+# chosen, gpuslice.io/gpus).
 # GS_K8S_GPUSLICE_SCHEDULER=0 leaves it out; build.sh builds it with the rest.
 start_gpuslice_scheduler() {
 	[ "${GS_K8S_GPUSLICE_SCHEDULER:-1}" = 0 ] && return 0
