@@ -98,13 +98,13 @@ static void test_node_scores_choose_what_decide_chooses(void **state)
 {
   (void) state;
   const struct gs_place_node_spec n[] = {
-    { "a", 32000, 131072, 2, "T4" },    { "b", 96000, 393216, 8, "V100" },
-    { "c", 64000, 262144, 4, "V100" },  { "d", 96000, 393216, 8, "V100" },
-    { "e", 16000, 65536, 0, "" },       { "f", 64000, 262144, 4, "T4" },
+    { "a", 32000, 131072, 2, "T4" },   { "b", 96000, 393216, 8, "V100" },
+    { "c", 64000, 262144, 4, "V100" }, { "d", 96000, 393216, 8, "V100" },
+    { "e", 16000, 65536, 0, "" },      { "f", 64000, 262144, 4, "T4" },
   };
   /* A mix of the trace's shapes: CPU only, sharing, whole and multi-GPU. */
-  const int shapes[][3] = { { 4000, 1, 500 }, { 2000, 1, 250 }, { 8000, 1, 1000 },
-                            { 1000, 0, 0 },   { 16000, 2, 1000 }, { 4000, 1, 750 },
+  const int shapes[][3] = { { 4000, 1, 500 },  { 2000, 1, 250 },   { 8000, 1, 1000 },
+                            { 1000, 0, 0 },    { 16000, 2, 1000 }, { 4000, 1, 750 },
                             { 8000, 4, 1000 }, { 2000, 1, 100 } };
   enum { N_REQ = 60 };
   struct gs_place_request reqs[N_REQ];
@@ -113,8 +113,7 @@ static void test_node_scores_choose_what_decide_chooses(void **state)
     reqs[i] = req(s[0], s[1], s[2]);
   }
   const enum gs_place_policy policies[] = { GS_PLACE_FIRST_FIT, GS_PLACE_BEST_FIT,
-                                            GS_PLACE_GPU_PACKING, GS_PLACE_FGD,
-                                            GS_PLACE_FGD_MEM };
+                                            GS_PLACE_GPU_PACKING, GS_PLACE_FGD, GS_PLACE_FGD_MEM };
   for (size_t k = 0; k < sizeof policies / sizeof policies[0]; k++) {
     gs_place_cluster_t *byd = make(n, 6), *byn = make(n, 6);
     gs_error_t err = NULL;
