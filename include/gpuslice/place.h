@@ -164,4 +164,40 @@ int gs_place_replay_churn(const struct gs_place_node_spec *nodes, size_t n_nodes
 void gs_place_release(gs_place_cluster_t *c, const struct gs_place_request *r,
                       const struct gs_place_choice *ch);
 
+/* Node by node (place-node.c): for a scheduler that asks about each node itself, as
+ * kube-scheduler's Filter and Score do, instead of one gs_place_decide over the cluster.
+ * Each answers for the cluster as it is now. */
+
+/* Returns 1 when r fits node (CPU, memory, the GPU model and a GPU share on each of r's
+ * GPUs, as gs_place_decide counts them), 0 when it does not, -1 when node is out of range.
+ * With 0 and buf, writes why in one line ("no GPU has 500 milli idle: the most is 375"). */
+int gs_place_node_fits(const gs_place_cluster_t *c, int node, const struct gs_place_request *r,
+                       char *buf, size_t len);
+
+/* The policy's score of node for r (higher is better; the score gs_place_decide compares)
+ * and the GPUs r would take there. Returns 1 and fills *out, 0 when r does not fit node.
+ * Scoring many nodes for one request: call gs_place_node_prepare once first. */
+void gs_place_node_prepare(gs_place_cluster_t *c, enum gs_place_policy p,
+                           const struct gs_place_request *r);
+int gs_place_node_score(gs_place_cluster_t *c, enum gs_place_policy p, int node,
+                        const struct gs_place_request *r, struct gs_place_choice *out);
+
+/* Where node stands in the tie order (0: first), so a caller breaking ties itself breaks
+ * them as gs_place_decide; -1 when out of range. */
+int gs_place_node_tie_rank(const gs_place_cluster_t *c, int node);
+
+/* Takes gpu_milli on each GPU of mask on node, as gs_place_commit, for work the caller
+ * found already running there (a pod bound before the scheduler started). Returns 0, or -1
+ * when it would not fit (the cluster unchanged). */
+int gs_place_node_take(gs_place_cluster_t *c, const struct gs_place_request *r,
+                       const struct gs_place_choice *ch);
+
+/* The replay's arrival order (place-arrivals.c), for a replay run elsewhere (the Kubernetes
+ * replay submits these pods as Pods, in this order): what gs_place_replay places with the
+ * same pods, seed and inflate over a cluster of gpu_capacity_milli. *order is malloc'd,
+ * indices into pods. Returns 0, or -1 and *err. */
+int gs_place_replay_arrivals(const struct gs_place_request *pods, size_t n_pods,
+                             int64_t gpu_capacity_milli, double inflate, uint64_t seed,
+                             size_t **order, size_t *n_order, gs_error_t *err);
+
 #endif

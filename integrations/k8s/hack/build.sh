@@ -6,6 +6,8 @@
 #     etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
 #     containerd containerd-shim-runc-v2 ctr
 #     helm
+#     gpuslice-scheduler   (kube-scheduler with gpuslice's plugin, ../scheduler; cgo)
+#     gpuslice-k8s-replay  (the scale replay's tool, same module)
 #
 # Each comes from a small Go module in components/ that requires the upstream release at
 # the version pinned in versions.sh, fetched through the Go module proxy, and is built with
@@ -20,7 +22,7 @@
 # Concurrent runs on one cache take turns (flock on <version>/.lock).
 #
 # Environment: GS_K8S_CACHE (cache root), GS_K8S_ONLY (space-separated component names:
-# etcd kube containerd; default all). GOMODCACHE, GOCACHE, GOFLAGS and GOMAXPROCS are
+# etcd kube containerd helm scheduler; default all). GOMODCACHE, GOCACHE, GOFLAGS and GOMAXPROCS are
 # Go's own and are respected.
 set -euo pipefail
 
@@ -169,6 +171,57 @@ build_helm() {
 	stamp_of helm "$GS_HELM_VERSION" >"$stamps/helm"
 }
 
+# The gpuslice scheduler is gpuslice's own code, not a pinned release: its stamp is the
+# hash of its module and of the C placement core it compiles (lib/, include/), so an edit
+# to either rebuilds it. cgo is on (the core is C), with the pure-Go resolvers (netgo,
+# osusergo) so that the binary needs nothing but libc.
+scheduler_stamp() {
+	local root="$here/../../.."
+	printf '%s %s %s\n' "$GS_K8S_VERSION" "$gover" "$(
+		cd "$root" && find integrations/k8s/scheduler lib include -type f \
+			\( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name 'go.mod' -o -name 'go.sum' \) \
+			! -name '*_test.go' | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)"
+}
+
+build_scheduler() {
+	local stamp
+	stamp="$(scheduler_stamp)"
+	[ "$(cat "$stamps/scheduler" 2>/dev/null)" = "$stamp" ] && [ -x "$bin/gpuslice-scheduler" ] &&
+		[ -x "$bin/gpuslice-k8s-replay" ] && return 0
+	check_module_version ../../scheduler k8s.io/kubernetes "$GS_K8S_VERSION"
+	rm -f "$stamps/scheduler"
+	local log="$logs/gpuslice-scheduler.log" t0 v=${GS_K8S_VERSION#v} ld="-s -w" kv key val
+	t0=$(date +%s)
+	# kube-scheduler's version variables, as build_kube sets them: the binary says which
+	# kube-scheduler it is.
+	for kv in "gitVersion=$GS_K8S_VERSION" "gitMajor=${v%%.*}" "gitMinor=$(echo "$v" | cut -d. -f2)" \
+		"gitCommit=" "gitTreeState=clean" "buildDate=$(release_time kube k8s.io/kubernetes)"; do
+		key=${kv%%=*}
+		val=${kv#*=}
+		ld="$ld -X k8s.io/client-go/pkg/version.$key=$val -X k8s.io/component-base/version.$key=$val"
+	done
+	say "building gpuslice-scheduler (integrations/k8s/scheduler)"
+	if ! (cd "$here/../scheduler" &&
+		CGO_ENABLED=1 GOTOOLCHAIN=local go build -mod=readonly -trimpath \
+			-tags "selinux,notest,grpcnotrace,netgo,osusergo" -ldflags "$ld" \
+			-o "$bin/.gpuslice-scheduler.tmp" ./cmd/gpuslice-scheduler) >"$log" 2>&1; then
+		rm -f "$bin/.gpuslice-scheduler.tmp"
+		fail gpuslice-scheduler "$log"
+	fi
+	# The scale replay's tool (bench/run-k8s-pack.py), from the same module.
+	if ! (cd "$here/../scheduler" &&
+		CGO_ENABLED=1 GOTOOLCHAIN=local go build -mod=readonly -trimpath -tags netgo,osusergo \
+			-ldflags "-s -w" -o "$bin/.gpuslice-k8s-replay.tmp" ./cmd/gpuslice-k8s-replay) >>"$log" 2>&1; then
+		rm -f "$bin/.gpuslice-scheduler.tmp" "$bin/.gpuslice-k8s-replay.tmp"
+		fail gpuslice-k8s-replay "$log"
+	fi
+	mv -f "$bin/.gpuslice-k8s-replay.tmp" "$bin/gpuslice-k8s-replay"
+	mv -f "$bin/.gpuslice-scheduler.tmp" "$bin/gpuslice-scheduler"
+	echo "built in $(($(date +%s) - t0))s" >>"$log"
+	say "built gpuslice-scheduler in $(($(date +%s) - t0))s"
+	echo "$stamp" >"$stamps/scheduler"
+}
+
 main() {
 	if ! command -v go >/dev/null 2>&1; then
 		echo "build.sh: go not found; the components are built from source with Go >= 1.26.6" >&2
@@ -181,14 +234,15 @@ main() {
 	exec 9>"$top/.lock"
 	flock 9
 	local c
-	for c in ${GS_K8S_ONLY:-etcd kube containerd helm}; do
+	for c in ${GS_K8S_ONLY:-etcd kube containerd helm scheduler}; do
 		case $c in
 		etcd) build_etcd ;;
 		kube) build_kube ;;
 		containerd) build_containerd ;;
 		helm) build_helm ;;
+		scheduler) build_scheduler ;;
 		*)
-			echo "build.sh: unknown component '$c' in GS_K8S_ONLY (etcd, kube, containerd, helm)" >&2
+			echo "build.sh: unknown component '$c' in GS_K8S_ONLY (etcd, kube, containerd, helm, scheduler)" >&2
 			exit 2
 			;;
 		esac

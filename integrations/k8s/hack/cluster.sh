@@ -2,6 +2,7 @@
 # A one-node Kubernetes test cluster on this machine, from the components build.sh made:
 #
 #   cluster.sh up     start etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+#                     the gpuslice scheduler (profile gpuslice-scheduler),
 #                     containerd and kubelet; wait for the node to be Ready; print
 #                     `export KUBECONFIG=<file> PATH=<bin dir>:$PATH` as the last line
 #   cluster.sh down   stop everything `up` started, unmount what kubelet and containerd
@@ -181,6 +182,27 @@ start_controllers() {
 	start kube-scheduler "$bin/kube-scheduler" \
 		--kubeconfig "$d/kubeconfig/kube-scheduler" \
 		--leader-elect=false --secure-port 0
+	start_gpuslice_scheduler
+}
+
+# The gpuslice scheduler (../scheduler), beside the default one: pods that set
+# schedulerName: gpuslice-scheduler are its. Its profile is the example's, with the policy
+# from GS_K8S_POLICY (default fgd), the tie seed from GS_K8S_TIE_SEED (default 0) and FGD's
+# workload from GS_K8S_WORKLOAD (an openb pod list; default none). It runs as admin: the
+# built-in system:kube-scheduler role may not patch pods, which its PreBind does (the GPUs
+# chosen, gpuslice.io/gpus).
+# GS_K8S_GPUSLICE_SCHEDULER=0 leaves it out; build.sh builds it with the rest.
+start_gpuslice_scheduler() {
+	[ "${GS_K8S_GPUSLICE_SCHEDULER:-1}" = 0 ] && return 0
+	[ -x "$bin/gpuslice-scheduler" ] || die "$bin/gpuslice-scheduler not found (build.sh builds it; GS_K8S_GPUSLICE_SCHEDULER=0 runs without it)"
+	local workload=""
+	[ -n "${GS_K8S_WORKLOAD:-}" ] && workload="\\n          workload: ${GS_K8S_WORKLOAD}"
+	sed -e "s/policy: fgd\$/policy: ${GS_K8S_POLICY:-fgd}/" \
+		-e "s|tieSeed: 0\$|tieSeed: ${GS_K8S_TIE_SEED:-0}$workload|" \
+		"$here/../examples/gpuslice-scheduler-config.yaml" >"$d/gpuslice-scheduler.yaml"
+	printf 'clientConnection:\n  kubeconfig: %s\n' "$d/kubeconfig/admin" >>"$d/gpuslice-scheduler.yaml"
+	start gpuslice-scheduler "$bin/gpuslice-scheduler" \
+		--config "$d/gpuslice-scheduler.yaml" --secure-port 0
 }
 
 # containerd's own configuration, everything under $d: root, state, socket, the opt
@@ -479,6 +501,10 @@ record_before() {
 }
 
 up() {
+	if [ "${GS_K8S_CONTROL_ONLY:-0}" = 1 ]; then
+		up_control_only
+		return
+	fi
 	[ "$(id -u)" -eq 0 ] || die "needs root (containerd, kubelet, mounts, network namespaces)"
 	local c
 	for c in openssl curl gcc runc iptables busybox; do
@@ -510,6 +536,29 @@ up() {
 	say "node $node Ready at +$((SECONDS - t0))s (kubelet on $node_ip)"
 	start_gpuslice
 	say "gpuslice daemon and agent running, ResourceSlice published at +$((SECONDS - t0))s"
+	echo "export KUBECONFIG=$d/kubeconfig/admin PATH=$bin:\$PATH"
+}
+
+# GS_K8S_CONTROL_ONLY=1: etcd, kube-apiserver, kube-scheduler and the gpuslice scheduler
+# only, no node, no controller-manager (whose node lifecycle controller would taint nodes
+# that send no heartbeats), no root needed. For the scale replay (bench/run-k8s-pack.py),
+# whose nodes are plain Node objects.
+up_control_only() {
+	[ -e "$d" ] && die "$d exists: run \`cluster.sh down\` first"
+	bin="${GS_K8S_BIN:-$("$here/build.sh" | tail -n1)}"
+	mkdir -p "$d"/{pki,kubeconfig,logs,pids}
+	: >"$d/control-only"
+	echo "$bin" >"$d/bin"
+	api_port=$(free_port)
+	make_pki
+	for c in admin kube-scheduler; do make_kubeconfig "$c"; done
+	start_etcd
+	start_apiserver
+	start kube-scheduler "$bin/kube-scheduler" \
+		--kubeconfig "$d/kubeconfig/kube-scheduler" \
+		--leader-elect=false --secure-port 0
+	start_gpuslice_scheduler
+	say "control plane ready at +$((SECONDS - t0))s"
 	echo "export KUBECONFIG=$d/kubeconfig/admin PATH=$bin:\$PATH"
 }
 
@@ -636,13 +685,19 @@ down() {
 	[ -d "$d" ] || { say "$d does not exist: nothing to do"; return 0; }
 	bin=$(cat "$d/bin" 2>/dev/null || true)
 	local n
+	if [ -f "$d/control-only" ]; then
+		for n in gpuslice-scheduler kube-scheduler kube-apiserver etcd; do stop "$n"; done
+		rm -rf "$d"
+		say "down in $((SECONDS - t0))s"
+		return 0
+	fi
 	stop_pods
 	stop gpuslice-k8s
 	stop gpuslice-daemon
 	stop containerd
 	kill_leftovers
 	# The control plane in reverse order of its start: the apiserver before its etcd.
-	for n in kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$n"; done
+	for n in gpuslice-scheduler kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$n"; done
 	unmount_all
 	ip link delete "$bridge" 2>/dev/null || true
 	remove_cgroups

@@ -1,0 +1,72 @@
+"""The gpuslice scheduler's Go module (integrations/k8s/scheduler) is gofmt'd, vetted, and its
+table tests pass: the C placement core through cgo (place/), the plugin's request and gang
+parsing, per-GPU fit against DRA claims, and scores that choose the core's own node
+(plugin/). With the scheduler binary built (build.sh, component `scheduler`), a profile
+naming an unknown policy makes it refuse to start, with the policy named in one line."""
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MOD = ROOT / "integrations" / "k8s" / "scheduler"
+
+pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="no Go toolchain")
+
+
+def go(*args, timeout=1700):
+    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=readonly", CGO_ENABLED="1")
+    return subprocess.run(["go"] + list(args), cwd=MOD, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_gofmt_finds_nothing_to_change():
+    p = subprocess.run(["gofmt", "-l", "."], cwd=MOD, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout == "", p.stdout + p.stderr
+
+
+def test_go_vet_is_clean():
+    p = go("vet", "./...")
+    assert p.returncode == 0, p.stderr
+
+
+def test_go_tests_pass():
+    p = go("test", "-count=1", "./...")
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def scheduler_binary():
+    if os.environ.get("GS_K8S_SCHEDULER"):
+        return pathlib.Path(os.environ["GS_K8S_SCHEDULER"])
+    env = dict(os.environ, GS_K8S_ONLY="scheduler")
+    p = subprocess.run([str(ROOT / "integrations/k8s/hack/build.sh")], env=env,
+                       capture_output=True, text=True, timeout=1700)
+    assert p.returncode == 0, p.stderr
+    return pathlib.Path(p.stdout.strip().splitlines()[-1]) / "gpuslice-scheduler"
+
+
+def test_unknown_policy_refuses_to_start_in_one_line(tmp_path):
+    binary = scheduler_binary()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("""apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+""")
+    example = (ROOT / "integrations/k8s/examples/gpuslice-scheduler-config.yaml").read_text()
+    assert "policy: fgd\n" in example
+    config = tmp_path / "config.yaml"
+    config.write_text(example.replace("policy: fgd\n", "policy: spread\n") +
+                      "clientConnection:\n  kubeconfig: %s\n" % kubeconfig)
+    p = subprocess.run([str(binary), "--config", str(config), "--secure-port", "0"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    # klog quotes the error: unknown policy \"spread\".
+    lines = [ln for ln in p.stderr.splitlines() if "unknown policy" in ln]
+    assert len(lines) == 1, p.stderr
+    assert 'initializing plugin \\"Gpuslice\\"' in lines[0], lines[0]
+    assert 'unknown policy \\"spread\\" (known: first-fit, best-fit, gpu-packing, fgd, fgd-mem)' in lines[0], lines[0]
