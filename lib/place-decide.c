@@ -27,8 +27,8 @@ static int first_fit(gs_place_cluster_t *c, const struct gs_place_request *r,
   return 0;
 }
 
-static int score_node(gs_place_cluster_t *c, enum gs_place_policy p, int i,
-                      const struct gs_place_request *r, int *gpu)
+int gs__place_score_node(gs_place_cluster_t *c, enum gs_place_policy p, int i,
+                         const struct gs_place_request *r, int *gpu)
 {
   *gpu = -1;
   switch (p) {
@@ -42,21 +42,27 @@ static int score_node(gs_place_cluster_t *c, enum gs_place_policy p, int i,
   return 0;
 }
 
+void gs__place_prepare(gs_place_cluster_t *c, enum gs_place_policy p,
+                       const struct gs_place_request *r)
+{
+  if (p == GS_PLACE_FGD)
+    gs__place_fgd_prepare(c, r);
+  if (p == GS_PLACE_FGD_MEM || p == GS_PLACE_FGD_MEM_TIE)
+    gs__place_fgd_mem_prepare(c, r);
+}
+
 int gs_place_decide(gs_place_cluster_t *c, enum gs_place_policy p, const struct gs_place_request *r,
                     struct gs_place_choice *out)
 {
   if (p == GS_PLACE_FIRST_FIT)
     return first_fit(c, r, out);
   int best = -1, best_score = 0, best_gpu = -1;
-  if (p == GS_PLACE_FGD)
-    gs__place_fgd_prepare(c, r);
-  if (p == GS_PLACE_FGD_MEM || p == GS_PLACE_FGD_MEM_TIE)
-    gs__place_fgd_mem_prepare(c, r);
+  gs__place_prepare(c, p, r);
   for (size_t k = 0; k < c->n; k++) {
     int i = c->tie_order[k], gpu;
     if (!gs__place_fits(&c->nodes[i], r))
       continue;
-    int s = score_node(c, p, i, r, &gpu);
+    int s = gs__place_score_node(c, p, i, r, &gpu);
     if (best < 0 || s > best_score) {
       best = i;
       best_score = s;

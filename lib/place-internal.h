@@ -99,4 +99,11 @@ int gs__place_fgd_mem_score(gs_place_cluster_t *c, int node, const struct gs_pla
                             int *gpu, bool fit_breaks_ties);
 void gs__place_fgd_mem_free(struct place_fgd_mem *m);
 
+/* place-decide.c: a policy's per-request preparation and its score of one node that fits
+ * (gpu: the GPU it chose, or -1 where the policy leaves that to gs__place_pick_tightest). */
+void gs__place_prepare(gs_place_cluster_t *c, enum gs_place_policy p,
+                       const struct gs_place_request *r);
+int gs__place_score_node(gs_place_cluster_t *c, enum gs_place_policy p, int i,
+                         const struct gs_place_request *r, int *gpu);
+
 #endif

@@ -53,10 +53,7 @@ int gs_place_node_fits(const gs_place_cluster_t *c, int node, const struct gs_pl
 void gs_place_node_prepare(gs_place_cluster_t *c, enum gs_place_policy p,
                            const struct gs_place_request *r)
 {
-  if (p == GS_PLACE_FGD)
-    gs__place_fgd_prepare(c, r);
-  if (p == GS_PLACE_FGD_MEM)
-    gs__place_fgd_mem_prepare(c, r);
+  gs__place_prepare(c, p, r);
 }
 
 int gs_place_node_score(gs_place_cluster_t *c, enum gs_place_policy p, int node,
@@ -65,14 +62,8 @@ int gs_place_node_score(gs_place_cluster_t *c, enum gs_place_policy p, int node,
   if (!node_ok(c, node) || !gs__place_fits(&c->nodes[node], r))
     return 0;
   const struct place_node *nd = &c->nodes[node];
-  int gpu = -1, score = 0;
-  switch (p) {
-  case GS_PLACE_BEST_FIT: score = gs__place_score_best_fit(nd, r); break;
-  case GS_PLACE_GPU_PACKING: score = gs__place_score_gpu_packing(nd, r); break;
-  case GS_PLACE_FGD: score = gs__place_fgd_score(c, node, r, &gpu); break;
-  case GS_PLACE_FGD_MEM: score = gs__place_fgd_mem_score(c, node, r, &gpu); break;
-  case GS_PLACE_FIRST_FIT: break;
-  }
+  int gpu;
+  int score = gs__place_score_node(c, p, node, r, &gpu);
   out->node = node;
   out->score = score;
   if (gpu >= 0)

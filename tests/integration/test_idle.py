@@ -350,6 +350,26 @@ def test_stop_ends_the_tenant_and_the_ledger_records_why(shared_root, tenants):
         d.stop()
 
 
+def test_shrink_lowers_the_limits_live_to_what_the_tenant_holds(shared_root, tenants):
+    d = start(shared_root, [rule({"action": "shrink"})], (), "act")
+    try:
+        nb = holding(d, "nb", ["type=notebook"], size=100 * MIB + 4096, opts=["--vram", "40Gi"])
+        tenants.append(nb)
+        go_idle(d, "nb")
+        wait_for(lambda: d.get("/v1/tenants/nb")[1]["gpus"][0]["vram_limit_bytes"] < 40 << 30, what="nb shrunk")
+        t = d.get("/v1/tenants/nb")[1]
+        held = t["gpus"][0]["vram_used_bytes"]
+        assert held >= 100 * MIB + 4096
+        # what it holds, rounded up to a MiB, and a compute cap of what it used, at least 1%
+        assert t["gpus"][0]["vram_limit_bytes"] == (held + MIB - 1) // MIB * MIB
+        assert t["limits"]["compute_pct"] == pytest.approx(1.0, abs=0.01)
+        assert nb.cmd(f"alloc plain {2 * MIB}") == {"rc": 2}  # CUDA_ERROR_OUT_OF_MEMORY, and it runs on
+        assert nb.cmd("meminfo")["total"] > 0
+        assert [(r[1], r[2], r[5]) for r in rows(d, "nb")] == [("shrink", 0, "")]
+    finally:
+        d.stop()
+
+
 def test_suspension_by_an_idle_rule_shows_as_reclaimed_cost(shared_root, tenants):
     d = start(shared_root, [rule({"action": "suspend"})], (), "act")
     try:

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -35,7 +36,7 @@ const MaxGPUs = C.GS_PLACE_MAX_GPUS
 type Policy C.enum_gs_place_policy
 
 // Policies are the names PolicyFromName knows, in the core's order.
-var Policies = []string{"first-fit", "best-fit", "gpu-packing", "fgd", "fgd-mem"}
+var Policies = []string{"first-fit", "best-fit", "gpu-packing", "fgd", "fgd-mem", "fgd-mem-tie"}
 
 // PolicyFromName returns the policy called name, or an error naming it and the known ones.
 func PolicyFromName(name string) (Policy, error) {
@@ -43,7 +44,7 @@ func PolicyFromName(name string) (Policy, error) {
 	defer C.free(unsafe.Pointer(cs))
 	var p C.enum_gs_place_policy
 	if C.gs_place_policy_from_name(cs, &p) != 0 {
-		return 0, fmt.Errorf("unknown policy %q (known: first-fit, best-fit, gpu-packing, fgd, fgd-mem)", name)
+		return 0, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(Policies, ", "))
 	}
 	return Policy(p), nil
 }

@@ -12,8 +12,8 @@ import (
 // Args are the plugin's arguments in a KubeSchedulerConfiguration profile
 // (pluginConfig: name Gpuslice, args: {policy: fgd}).
 type Args struct {
-	// Policy is the core's placement policy: first-fit, best-fit, gpu-packing, fgd or
-	// fgd-mem. Default fgd.
+	// Policy is the core's placement policy: first-fit, best-fit, gpu-packing, fgd, fgd-mem
+	// or fgd-mem-tie. Default fgd.
 	Policy string `json:"policy"`
 	// TieSeed orders equally scored nodes, as `gpuslice pack --seed` does. Default 0.
 	TieSeed uint64 `json:"tieSeed"`

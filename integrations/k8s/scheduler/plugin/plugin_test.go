@@ -127,7 +127,7 @@ func TestParseArgs(t *testing.T) {
 		{``, "fgd", ""},
 		{`{"policy":"best-fit"}`, "best-fit", ""},
 		{`{"policy":"fgd-mem","tieSeed":3}`, "fgd-mem", ""},
-		{`{"policy":"spread"}`, "", `unknown policy "spread" (known: first-fit, best-fit, gpu-packing, fgd, fgd-mem)`},
+		{`{"policy":"spread"}`, "", `unknown policy "spread" (known: first-fit, best-fit, gpu-packing, fgd, fgd-mem, fgd-mem-tie)`},
 		{`{"policy":"fgd","coverage":2}`, "", "coverage 2 is not in (0, 1]"},
 		{`{"policy":"fgd","workload":"/nonexistent.csv"}`, "", "workload: "},
 	}
