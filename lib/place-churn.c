@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "place-internal.h"
+#include "rng.h"
 
 #define DEFAULT_COVERAGE 0.95
 /* Arrivals ask for this many times the load that should be running at the end, so that
@@ -63,14 +64,6 @@ static struct running heap_pop(struct heap *h)
   return top;
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-  uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
 /* ln(x) for x > 0 without libm, which the core library does not link: x = m·2^e with m
  * in [1, 2), and ln(m) = 2·atanh((m − 1)/(m + 1)) by its series (|z| <= 1/3, so 30 terms
  * are far below double precision). */
@@ -96,7 +89,7 @@ static double ln(double x)
 /* An exponential draw with the given mean, by inversion. */
 static double draw_exp(uint64_t *s, double mean)
 {
-  double u = ((double) (rng_next(s) >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
+  double u = ((double) (gs__rng_next(s) >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
   return -mean * ln(u);
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "place-internal.h"
+#include "rng.h"
 
 static const char *const policy_names[] = {
   [GS_PLACE_FIRST_FIT] = "first-fit",     [GS_PLACE_BEST_FIT] = "best-fit",
@@ -272,22 +273,13 @@ int64_t gs_place_cpu_left(const gs_place_cluster_t *c, int node)
   return c->nodes[node].cpu_left;
 }
 
-/* splitmix64: small, seedable and the same everywhere, so a seed names one tie order. */
-static uint64_t splitmix64(uint64_t *s)
-{
-  uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
 void gs_place_set_tie_seed(gs_place_cluster_t *c, uint64_t seed)
 {
   uint64_t s = seed ^ UINT64_C(0x7469652d6f726472); /* distinct from the replay's stream */
   for (size_t i = 0; i < c->n; i++)
     c->tie_order[i] = (int) i;
   for (size_t i = c->n - 1; i > 0; i--) {
-    size_t j = (size_t) (splitmix64(&s) % (i + 1));
+    size_t j = (size_t) (gs__rng_next(&s) % (i + 1));
     int t = c->tie_order[i];
     c->tie_order[i] = c->tie_order[j];
     c->tie_order[j] = t;

@@ -7,21 +7,9 @@
 #include <string.h>
 
 #include "place-internal.h"
+#include "rng.h"
 
 #define DEFAULT_COVERAGE 0.95 /* the paper keeps the shapes that cover 95% of pods */
-
-static uint64_t rng_next(uint64_t *s)
-{
-  uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static size_t rng_below(uint64_t *s, size_t n)
-{
-  return (size_t) (rng_next(s) % n);
-}
 
 struct named {
   const char *name;
@@ -71,7 +59,7 @@ size_t *gs__place_arrivals(const struct gs_place_request *pods, size_t n, int64_
   }
   uint64_t s = seed;
   for (size_t i = n - 1; i > 0; i--) {
-    size_t j = rng_below(&s, i + 1), t = a[i];
+    size_t j = gs__rng_below(&s, i + 1), t = a[i];
     a[i] = a[j];
     a[j] = t;
   }
@@ -84,7 +72,7 @@ size_t *gs__place_arrivals(const struct gs_place_request *pods, size_t n, int64_
     sum += gpu_request(&pods[a[i]]);
   }
   for (;;) {
-    size_t k = rng_below(&s, n);
+    size_t k = gs__rng_below(&s, n);
     if (sum + gpu_request(&pods[k]) > target)
       break;
     sum += gpu_request(&pods[k]);

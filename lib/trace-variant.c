@@ -10,20 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rng.h"
+
 #define MAX_DRAWS 64 /* tries for a GPU-spec constraint that fits the pod somewhere */
-
-static uint64_t rng_next(uint64_t *s)
-{
-  uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static size_t rng_below(uint64_t *s, size_t n)
-{
-  return (size_t) (rng_next(s) % n);
-}
 
 static const struct {
   const char *prefix;
@@ -115,7 +104,7 @@ static int draw(struct builder *b, size_t *idx, size_t n, size_t k, uint64_t *s,
 {
   if (k <= n) {
     for (size_t i = 0; i < k; i++) { /* a partial Fisher-Yates shuffle */
-      size_t j = i + rng_below(s, n - i), t = idx[i];
+      size_t j = i + gs__rng_below(s, n - i), t = idx[i];
       idx[i] = idx[j];
       idx[j] = t;
       if (add(b, idx[i], err) < 0)
@@ -124,7 +113,7 @@ static int draw(struct builder *b, size_t *idx, size_t n, size_t k, uint64_t *s,
     return 0;
   }
   for (size_t i = 0; i < k; i++)
-    if (add(b, idx[rng_below(s, n)], err) < 0)
+    if (add(b, idx[gs__rng_below(s, n)], err) < 0)
       return -1;
   return 0;
 }
@@ -162,7 +151,7 @@ static bool multi_gpu(const struct gs_place_request *r)
 static int rename_shuffled(struct builder *b, uint64_t *s, gs_error_t *err)
 {
   for (size_t i = b->l.n; i > 1; i--) {
-    size_t j = rng_below(s, i);
+    size_t j = gs__rng_below(s, i);
     struct gs_place_request t = b->l.pods[i - 1];
     b->l.pods[i - 1] = b->l.pods[j];
     b->l.pods[j] = t;
@@ -246,7 +235,7 @@ static const char *draw_spec(uint64_t *s)
   int total = 0;
   for (size_t i = 0; i < sizeof(spec_mix) / sizeof(spec_mix[0]); i++)
     total += spec_mix[i].weight;
-  int k = (int) rng_below(s, (size_t) total);
+  int k = (int) gs__rng_below(s, (size_t) total);
   for (size_t i = 0;; i++) {
     if (k < spec_mix[i].weight)
       return spec_mix[i].spec;
@@ -284,7 +273,7 @@ static int make_gpuspec(struct builder *b, const struct gs_openb_nodes *nodes, i
     return gs_make_error(err, ENOMEM, "trace variant");
   size_t k = (size_t) ((double) n_gpu * pct / 100.0 + 0.5);
   for (size_t i = 0; i < k; i++) {
-    size_t j = i + rng_below(s, n_gpu - i), t = gpu[i];
+    size_t j = i + gs__rng_below(s, n_gpu - i), t = gpu[i];
     gpu[i] = gpu[j];
     gpu[j] = t;
     struct gs_place_request *r = &b->l.pods[gpu[i]];
@@ -324,7 +313,7 @@ static int make_multigpu(struct builder *b, int pct, uint64_t *s, gs_error_t *er
   if (r == 0 && n_multi == 0 && pct > 0)
     r = gs_make_error(err, 0, "multigpu%d: the pod list has no multi-GPU pods to draw from", pct);
   while (r == 0 && part * 100 < (int64_t) pct * total) {
-    size_t from = multi[rng_below(s, n_multi)];
+    size_t from = multi[gs__rng_below(s, n_multi)];
     if ((r = add(b, from, err)) < 0)
       break;
     char name[32];

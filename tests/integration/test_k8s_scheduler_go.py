@@ -69,4 +69,4 @@ current-context: c
     lines = [ln for ln in p.stderr.splitlines() if "unknown policy" in ln]
     assert len(lines) == 1, p.stderr
     assert 'initializing plugin \\"Gpuslice\\"' in lines[0], lines[0]
-    assert 'unknown policy \\"spread\\" (known: first-fit, best-fit, gpu-packing, fgd, fgd-mem)' in lines[0], lines[0]
+    assert 'unknown policy \\"spread\\" (known: first-fit, best-fit, gpu-packing, fgd, fgd-mem, fgd-mem-tie)' in lines[0], lines[0]
