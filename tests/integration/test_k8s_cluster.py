@@ -28,10 +28,7 @@ ALLOC_PATHS = ["plain", "pitch", "managed", "async", "pool", "vmm", "array"]
 class Cluster:
     def __init__(self, directory):
         self.dir = directory
-        # Nothing here uses gpuslice's own scheduler (test_k8s_gpuslice_scheduler.py does): left
-        # out, it takes none of the two cores the compute-share test measures on.
-        self.env = dict(os.environ, GS_K8S_CLUSTER=str(directory), GS_BUILD=str(BUILD),
-                        GS_K8S_GPUSLICE_SCHEDULER="0")
+        self.env = dict(os.environ, GS_K8S_CLUSTER=str(directory), GS_BUILD=str(BUILD))
         self.sock = directory / "gpuslice" / "state" / "gpuslice.sock"
 
     def script(self, verb, timeout):
@@ -109,6 +106,9 @@ def k8s():
     if os.geteuid() != 0:
         pytest.skip("kubelet and containerd need root (CI runs the tests as root)")
     c = Cluster(pathlib.Path(f"/tmp/gpuslice-k8s-test-{os.getpid()}"))
+    # Nothing here uses gpuslice's own scheduler (test_k8s_gpuslice_scheduler.py does): left
+    # out, it takes none of the two cores the compute-share test measures on.
+    c.env["GS_K8S_GPUSLICE_SCHEDULER"] = "0"
     try:
         c.up()
         yield c
