@@ -17,15 +17,6 @@
 
 #include "place-queue-internal.h"
 
-struct victim_set {
-  int node;
-  size_t n;
-  size_t pods[GS_PLACE_VICTIMS_MAX];
-  int top_priority;
-  int64_t milli;
-  size_t lead; /* the victim first in eviction order: breaks ties between nodes */
-};
-
 static bool eligible(const struct place_pod *p, int node, const struct gs_place_request *r,
                      int queue)
 {
@@ -68,10 +59,11 @@ static size_t candidates(const gs_place_sched_t *s, int node, const struct gs_pl
   return n;
 }
 
-static bool fits_now(gs_place_sched_t *s, const struct gs_place_request *r)
+/* Whether r fits on node now. Only node changes while its victims are sought, and r fitted
+ * nowhere before, so this is also whether r fits anywhere. */
+static bool fits_now(gs_place_sched_t *s, int node, const struct gs_place_request *r)
 {
-  struct gs_place_choice ch;
-  return gs_place_decide(s->c, s->policy, r, &ch) == 1;
+  return gs_place_node_fits(s->c, node, r, NULL, 0) == 1;
 }
 
 static void off(gs_place_sched_t *s, size_t i)
@@ -86,18 +78,18 @@ static void on(gs_place_sched_t *s, size_t i)
 
 /* The fewest victims on `node`, from at most `max`, that let r fit; 0 when none do. The
  * cluster is as it was on return. */
-static int victims_on(gs_place_sched_t *s, int node, const struct gs_place_request *r, int queue,
-                      size_t max, struct victim_set *out)
+int gs__place_victims_on(gs_place_sched_t *s, int node, const struct gs_place_request *r, int queue,
+                         size_t max, struct place_victim_set *out)
 {
   size_t cand[GS_PLACE_VICTIMS_MAX];
   size_t n = candidates(s, node, r, queue, cand, max), used = 0;
-  while (used < n && !fits_now(s, r))
+  while (used < n && !fits_now(s, node, r))
     off(s, cand[used++]);
-  bool ok = fits_now(s, r);
+  bool ok = fits_now(s, node, r);
   out->n = 0;
   for (size_t k = used; k-- > 0;) { /* put back those it can do without, latest first */
     on(s, cand[k]);
-    if (ok && !fits_now(s, r)) {
+    if (ok && !fits_now(s, node, r)) {
       off(s, cand[k]);
       out->pods[out->n++] = cand[k];
     }
@@ -119,8 +111,8 @@ static int victims_on(gs_place_sched_t *s, int node, const struct gs_place_reque
   return 1;
 }
 
-static bool better(const gs_place_sched_t *s, const struct victim_set *a,
-                   const struct victim_set *b)
+bool gs__place_victims_better(const gs_place_sched_t *s, const struct place_victim_set *a,
+                              const struct place_victim_set *b)
 {
   if (a->top_priority != b->top_priority)
     return a->top_priority < b->top_priority;
@@ -137,9 +129,10 @@ int gs__place_preempt(gs_place_sched_t *s, const struct gs_place_request *r, int
                       struct place_txn *t, struct gs_place_choice *ch)
 {
   size_t room = GS_PLACE_VICTIMS_MAX - t->n_victims;
-  struct victim_set best = { .node = -1 }, cur;
+  struct place_victim_set best = { .node = -1 }, cur;
   for (size_t i = 0; i < gs_place_cluster_size(s->c) && room > 0; i++)
-    if (victims_on(s, (int) i, r, queue, room, &cur) && (best.node < 0 || better(s, &cur, &best)))
+    if (gs__place_victims_on(s, (int) i, r, queue, room, &cur) &&
+        (best.node < 0 || gs__place_victims_better(s, &cur, &best)))
       best = cur;
   if (best.node < 0)
     return 0;

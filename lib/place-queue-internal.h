@@ -47,6 +47,11 @@ struct place_txn {
 /* place-queue.c */
 #define PLACE_DEFAULT_QUEUE "default"
 int gs__place_queue_find(const gs_place_sched_t *s, const char *name);
+int gs__place_queues_init(gs_place_sched_t *s, const struct gs_place_queue_spec *q, size_t n,
+                          gs_error_t *err);
+void gs__place_queues_free(gs_place_sched_t *s);
+size_t gs__place_pod_list(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
+                          const struct gs_place_choice *ch, bool in_quota);
 int64_t gs__place_pod_milli(const struct gs_place_request *r);
 int gs__place_pods_reserve(gs_place_sched_t *s, size_t more);
 size_t gs__place_pod_add(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
@@ -56,7 +61,20 @@ void gs__place_pod_evict(gs_place_sched_t *s, size_t i);
 void gs__place_pod_unevict(gs_place_sched_t *s, size_t i);
 void gs__place_pods_purge_evicted(gs_place_sched_t *s);
 
-/* place-preempt.c */
+/* place-preempt.c: the victims on one node for r, the better of two such sets, and the
+ * submission's preemption over the whole cluster. */
+struct place_victim_set {
+  int node;
+  size_t n;
+  size_t pods[GS_PLACE_VICTIMS_MAX]; /* indices into the scheduler's pods */
+  int top_priority;
+  int64_t milli;
+  size_t lead; /* the victim first in eviction order: breaks ties between nodes */
+};
+int gs__place_victims_on(gs_place_sched_t *s, int node, const struct gs_place_request *r, int queue,
+                         size_t max, struct place_victim_set *out);
+bool gs__place_victims_better(const gs_place_sched_t *s, const struct place_victim_set *a,
+                              const struct place_victim_set *b);
 int gs__place_preempt(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
                       struct place_txn *t, struct gs_place_choice *ch);
 

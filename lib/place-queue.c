@@ -23,8 +23,8 @@ int gs__place_queue_find(const gs_place_sched_t *s, const char *name)
   return -1;
 }
 
-static int queues_init(gs_place_sched_t *s, const struct gs_place_queue_spec *q, size_t n,
-                       gs_error_t *err)
+int gs__place_queues_init(gs_place_sched_t *s, const struct gs_place_queue_spec *q, size_t n,
+                          gs_error_t *err)
 {
   s->queues = calloc(n + 1, sizeof(*s->queues));
   if (!s->queues)
@@ -76,7 +76,7 @@ gs_place_sched_t *gs_place_sched_new(const struct gs_place_node_spec *nodes, siz
   s->next_id = 1;
   s->c = gs_place_cluster_new(nodes, n_nodes, err);
   if (!s->c || names_init(s, nodes, n_nodes, err) < 0 ||
-      queues_init(s, queues, n_queues, err) < 0) {
+      gs__place_queues_init(s, queues, n_queues, err) < 0) {
     gs_place_sched_free(s);
     return NULL;
   }
@@ -91,12 +91,19 @@ void gs_place_sched_free(gs_place_sched_t *s)
     for (size_t i = 0; i < gs_place_cluster_size(s->c); i++)
       free(s->node_names[i]);
   free(s->node_names);
-  for (size_t i = 0; i < s->n_queues; i++)
-    free(s->queues[i].name);
-  free(s->queues);
+  gs__place_queues_free(s);
   free(s->pods);
   gs_place_cluster_free(s->c);
   free(s);
+}
+
+void gs__place_queues_free(gs_place_sched_t *s)
+{
+  for (size_t i = 0; i < s->n_queues; i++)
+    free(s->queues[i].name);
+  free(s->queues);
+  s->queues = NULL;
+  s->n_queues = 0;
 }
 
 gs_place_cluster_t *gs_place_sched_cluster(gs_place_sched_t *s)
@@ -130,9 +137,10 @@ static void usage_add(struct place_queue *q, const struct place_pod *pod, int si
   q->pods = (size_t) ((int64_t) q->pods + sign);
 }
 
-/* Commits r on the cluster and lists it. Room must be reserved. Returns its index. */
-size_t gs__place_pod_add(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
-                         const struct gs_place_choice *ch, bool in_quota)
+/* Lists r, already on the cluster at ch, with its queue's usage. Room must be reserved.
+ * Returns its index. */
+size_t gs__place_pod_list(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
+                          const struct gs_place_choice *ch, bool in_quota)
 {
   struct place_pod *pod = &s->pods[s->n_pods];
   *pod = (struct place_pod){
@@ -144,9 +152,16 @@ size_t gs__place_pod_add(gs_place_sched_t *s, const struct gs_place_request *r, 
   size_t len = strnlen(name, GS_PLACE_NAME_MAX - 1);
   memcpy(pod->name, name, len);
   pod->name[len] = '\0';
-  gs_place_commit(s->c, &pod->r, ch);
   usage_add(&s->queues[queue], pod, 1);
   return s->n_pods++;
+}
+
+/* Commits r on the cluster and lists it. Room must be reserved. Returns its index. */
+size_t gs__place_pod_add(gs_place_sched_t *s, const struct gs_place_request *r, int queue,
+                         const struct gs_place_choice *ch, bool in_quota)
+{
+  gs_place_commit(s->c, r, ch);
+  return gs__place_pod_list(s, r, queue, ch, in_quota);
 }
 
 /* Undoes the last gs__place_pod_add; ids are not reused. */

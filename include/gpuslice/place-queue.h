@@ -100,4 +100,25 @@ int gs_place_sched_finish(gs_place_sched_t *s, uint64_t id);
 int gs_place_sched_queue_usage(const gs_place_sched_t *s, const char *queue,
                                struct gs_place_queue_usage *out);
 
+/* One pod running on a cluster that the caller keeps (a kube-scheduler's model), for
+ * gs_place_victims. */
+struct gs_place_running {
+  struct gs_place_request r;     /* as taken on the cluster; r.queue and r.priority count */
+  struct gs_place_choice choice; /* its node and GPUs */
+};
+
+/* Victims by the rules above, on a cluster the caller keeps: which of pods[0..n_pods) (all
+ * taken on c, in the order they were admitted) to evict so that r, of queue r->queue at
+ * r->priority, fits. Each pod's standing is worked out from that order: a queue's pods are
+ * in quota while their GPU-milli fits in its guarantee, the rest over; a pod of an unknown
+ * queue goes to "default". Only nodes i with allowed[i] (NULL: all) are searched; the best
+ * node wins as in a submission. Returns the number of victims, their indices into pods in
+ * victims[0..GS_PLACE_VICTIMS_MAX) and the node in *node; 0 when r is over quota or no
+ * node can be freed for it, with why in reason; -1 and *err on bad queues or no memory.
+ * The cluster is as it was on return. */
+int gs_place_victims(gs_place_cluster_t *c, const struct gs_place_queue_spec *queues,
+                     size_t n_queues, const struct gs_place_running *pods, size_t n_pods,
+                     const struct gs_place_request *r, const bool *allowed, size_t *victims,
+                     int *node, char *reason, size_t reason_len, gs_error_t *err);
+
 #endif

@@ -7,13 +7,18 @@ the default one, and these pods name it with schedulerName: gpuslice-scheduler):
   plugin's reason; it runs once a claim ends;
 - a gang of 4 with room for 3 stays wholly Pending (no member bound), and runs wholly once
   there is room;
-- a pod with a malformed gang label gets a FailedScheduling event naming the label.
+- a pod with a malformed gang label gets a FailedScheduling event naming the label;
+- queues (a second gpuslice scheduler started here, profile gpuslice-queues, with queues in
+  its plugin args): an in-quota pod that fits nowhere preempts exactly one over-quota pod of
+  another queue, the one the core chooses, and nothing else.
 
 The GPUs are simulated (a test double); the scheduler's decisions do not depend on them."""
 import json
 import os
 import pathlib
 import time
+
+import subprocess
 
 import pytest
 
@@ -29,6 +34,7 @@ def k8s():
         pytest.skip("kubelet and containerd need root (CI runs the tests as root)")
     c = Cluster(pathlib.Path(f"/tmp/gpuslice-k8s-sched-{os.getpid()}"))
     c.env["GS_K8S_SIM"] = "h100-80gb:2"
+    c.env["GS_K8S_GPUSLICE_SCHEDULER"] = "1"  # Cluster leaves it out by default
     try:
         c.up()
         yield c
@@ -37,7 +43,7 @@ def k8s():
         assert p.returncode == 0, p.stderr
 
 
-def gs_pod(name, milli, labels=None):
+def gs_pod(name, milli, labels=None, sched=SCHED):
     """A pod for the gpuslice scheduler asking `milli` of one GPU (its annotation)."""
     return f"""apiVersion: v1
 kind: Pod
@@ -46,7 +52,7 @@ metadata:
   labels: {json.dumps(labels or {"app": name})}
   annotations: {{"gpuslice.io/gpu-milli": "{milli}"}}
 spec:
-  schedulerName: {SCHED}
+  schedulerName: {sched}
   restartPolicy: Never
   terminationGracePeriodSeconds: 2
   containers:
@@ -113,3 +119,65 @@ def test_a_malformed_gang_label_gets_an_event_naming_it(k8s):
         assert 'gpuslice: label gpuslice.io/gang-size="four": not 1 to 16' in reason[0], reason
     finally:
         k8s.delete("bad-gang")
+
+
+QUEUES_SCHED = "gpuslice-queues"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def queues_scheduler(k8s):
+    """A second gpuslice scheduler, profile gpuslice-queues: the example's configuration with
+    queues a (1000 milli guaranteed), b (none, weight 1) and c (1000 milli)."""
+    example = (ROOT / "integrations/k8s/examples/gpuslice-scheduler-config.yaml").read_text()
+    assert "schedulerName: gpuslice-scheduler\n" in example and "tieSeed: 0\n" in example
+    config = k8s.dir / "gpuslice-queues.yaml"
+    config.write_text(example.replace("schedulerName: gpuslice-scheduler\n", f"schedulerName: {QUEUES_SCHED}\n")
+                      .replace("tieSeed: 0\n", "tieSeed: 0\n          queues: [{name: a, guaranteedMilli: 1000},"
+                               " {name: b, guaranteedMilli: 0, weight: 1}, {name: c, guaranteedMilli: 1000}]\n")
+                      + f"clientConnection:\n  kubeconfig: {k8s.dir / 'kubeconfig' / 'admin'}\n")
+    binary = pathlib.Path((k8s.dir / "bin").read_text().strip()) / "gpuslice-scheduler"
+    log = open(k8s.dir / "gpuslice-queues.log", "w")
+    p = subprocess.Popen([str(binary), "--config", str(config), "--secure-port", "0"], stdout=log, stderr=log)
+    try:
+        yield p
+    finally:
+        p.terminate()
+        p.wait(30)
+        log.close()
+
+
+def test_an_in_quota_pod_preempts_one_over_quota_pod_of_another_queue_and_nothing_else(k8s, queues_scheduler):
+    # b1 takes a whole GPU, b2 600 milli of the other, c0 (in quota for c) the 400 left
+    # there: a1 (400 milli, in quota for a) fits nowhere. The core's victims: over-quota
+    # pods only (b1, b2; never c0), newest first, the fewest that make room: b2 alone.
+    def q(name, milli, queue):
+        return gs_pod(name, milli, {"gpuslice.io/queue": queue, "app": name}, QUEUES_SCHED)
+
+    names = ["b1", "b2", "c0", "a1"]
+    try:
+        for name, milli, queue in [("b1", 1000, "b"), ("b2", 600, "b"), ("c0", 400, "c")]:
+            k8s.apply(q(name, milli, queue))
+            k8s.wait_phase(name, ["Running"])
+        before = {n: k8s.get("pod", n) for n in ["b1", "b2", "c0"]}
+        b2_gpus = before["b2"]["metadata"]["annotations"]["gpuslice.io/gpus"]
+        assert before["c0"]["metadata"]["annotations"]["gpuslice.io/gpus"] == b2_gpus
+        k8s.apply(q("a1", 400, "a"))
+        k8s.wait_phase("a1", ["Running"], timeout=120)
+        a1 = k8s.get("pod", "a1")
+        assert a1["metadata"]["annotations"]["gpuslice.io/gpus"] == b2_gpus, a1["metadata"]
+        gone = k8s.kubectl("get", "pod", "b2", "-o", "json", check=False)
+        assert gone.returncode != 0 or json.loads(gone.stdout)["metadata"]["uid"] != before["b2"]["metadata"]["uid"], \
+            "b2 was not evicted"
+        for n in ["b1", "c0"]:
+            now = k8s.get("pod", n)
+            assert now["metadata"]["uid"] == before[n]["metadata"]["uid"], n
+            assert now["status"]["phase"] == "Running" and not now["metadata"].get("deletionTimestamp"), n
+        events = wait_for(lambda: [m for r, m in k8s.events("b2") if r == "Preempted"], 30, step=0.5,
+                          what="the Preempted event on b2")
+        assert "preempted on" in events[0] and "by default/a1, in quota for queue a" in events[0], events
+        assert "default/b2 was over quota for queue b" in events[0], events
+        for n in ["b1", "c0", "a1"]:
+            assert not [m for r, m in k8s.events(n) if r == "Preempted"], n
+    finally:
+        k8s.delete(*names)

@@ -72,6 +72,8 @@ type Request struct {
 	NumGPU   int
 	GPUMilli int
 	GPUSpec  string // allowed models, "A|B"; "" for any
+	Queue    string // the scheduler layer's queue (Victims); "" for the default queue
+	Priority int    // the scheduler layer's priority (Victims)
 }
 
 // Choice is a node and the GPUs of it a request takes.
@@ -163,6 +165,12 @@ func (cl *Cluster) bind(r *Request) *creq {
 		q.r.gpu_spec = s
 		q.r.model_mask = C.gs_place_model_mask(cl.c, s)
 	}
+	if r.Queue != "" {
+		s := C.CString(r.Queue)
+		q.strs = append(q.strs, s)
+		q.r.queue = s
+	}
+	q.r.priority = C.int(r.Priority)
 	return q
 }
 

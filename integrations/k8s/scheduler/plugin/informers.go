@@ -113,6 +113,7 @@ func (pl *Plugin) onPod(o any, deleted bool) {
 		h.mask = pl.view.maskOf(p.UID) // bound by this scheduler, before PreBind's patch shows
 	}
 	h.gang, _, _ = gangOf(p)
+	h.created, h.name, h.gone = pr.created, pr.req.Name, p.DeletionTimestamp != nil
 	pl.view.setHolder(p.UID, h)
 }
 

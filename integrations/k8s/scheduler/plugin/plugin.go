@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"gpuslice.io/k8s/scheduler/place"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
@@ -26,16 +28,18 @@ type Plugin struct {
 	handle      fwk.Handle
 	view        *view
 	gangTimeout time.Duration
+	queues      []place.QueueSpec
 }
 
 var (
-	_ fwk.PreFilterPlugin = (*Plugin)(nil)
-	_ fwk.FilterPlugin    = (*Plugin)(nil)
-	_ fwk.PreScorePlugin  = (*Plugin)(nil)
-	_ fwk.ScorePlugin     = (*Plugin)(nil)
-	_ fwk.ReservePlugin   = (*Plugin)(nil)
-	_ fwk.PermitPlugin    = (*Plugin)(nil)
-	_ fwk.PreBindPlugin   = (*Plugin)(nil)
+	_ fwk.PreFilterPlugin  = (*Plugin)(nil)
+	_ fwk.FilterPlugin     = (*Plugin)(nil)
+	_ fwk.PreScorePlugin   = (*Plugin)(nil)
+	_ fwk.ScorePlugin      = (*Plugin)(nil)
+	_ fwk.ReservePlugin    = (*Plugin)(nil)
+	_ fwk.PermitPlugin     = (*Plugin)(nil)
+	_ fwk.PreBindPlugin    = (*Plugin)(nil)
+	_ fwk.PostFilterPlugin = (*Plugin)(nil)
 )
 
 // New is the plugin's factory, for app.WithPlugin.
@@ -45,13 +49,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	pl := &Plugin{handle: h, gangTimeout: time.Duration(args.GangTimeoutSeconds) * time.Second,
-		view: newView(policy, args.TieSeed, workload, args.Coverage)}
+		queues: queueSpecs(args.Queues),
+		view:   newView(policy, args.TieSeed, workload, args.Coverage)}
 	if h != nil && h.SharedInformerFactory() != nil {
 		if err := pl.watch(h); err != nil {
 			return nil, fmt.Errorf("gpuslice: %w", err)
 		}
 	}
-	klog.FromContext(ctx).Info("gpuslice: plugin ready", "policy", policy.String(), "workloadPods", len(workload))
+	klog.FromContext(ctx).Info("gpuslice: plugin ready", "policy", policy.String(), "workloadPods", len(workload), "queues", len(args.Queues))
 	return pl, nil
 }
 

@@ -57,7 +57,7 @@ func TestRequestOf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.want.Name = "ns/p"
+			c.want.Name, c.want.Queue = "ns/p", "ns"
 			if pr.req != c.want || pr.vramGiB != c.vram {
 				t.Fatalf("got %+v vram %d, want %+v vram %d", pr.req, pr.vramGiB, c.want, c.vram)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -24,13 +25,24 @@ const (
 	AnnoGPUs = "gpuslice.io/gpus"
 	// ResourceVRAM is the device plugin's resource: GiB of one GPU's memory.
 	ResourceVRAM v1.ResourceName = "gpuslice.io/vram"
+	// LabelQueue is the pod's queue; without it, its namespace's name.
+	LabelQueue = "gpuslice.io/queue"
 )
+
+// queueOf is the pod's queue: its label, else its namespace.
+func queueOf(pod *v1.Pod) string {
+	if q := pod.Labels[LabelQueue]; q != "" {
+		return q
+	}
+	return pod.Namespace
+}
 
 // podRequest is the pod's request in the core's terms. vramGiB is set for a device-plugin
 // pod, whose share depends on the GPU's memory (see shareOfVRAM).
 type podRequest struct {
 	req     place.Request
 	vramGiB int64
+	created time.Time // the pod's creation: its admission order in its queue
 }
 
 // requestOf reads what pod asks for: CPU and memory from its containers (as the scheduler
@@ -42,6 +54,11 @@ func requestOf(pod *v1.Pod) (podRequest, error) {
 	pr.req.Name = pod.Namespace + "/" + pod.Name
 	pr.req.CPUMilli = reqs.Cpu().MilliValue()
 	pr.req.MemMiB = reqs.Memory().Value() >> 20
+	pr.req.Queue = queueOf(pod)
+	if pod.Spec.Priority != nil {
+		pr.req.Priority = int(*pod.Spec.Priority)
+	}
+	pr.created = pod.CreationTimestamp.Time
 	a := pod.Annotations
 	if s, ok := a[AnnoGPUMilli]; ok {
 		milli, err := strconv.Atoi(strings.TrimSpace(s))

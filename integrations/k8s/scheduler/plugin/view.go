@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -59,6 +60,9 @@ type holder struct {
 	mask    uint32           // 0 for a GPU pod not placed by this scheduler: the tightest GPUs
 	devices map[string]int64 // a claim: the share (milli) per device name
 	gang    string           // namespace/name of the pod's gang, or ""
+	created time.Time        // a pod's creation: its admission order in its queue
+	name    string           // a pod's namespace/name
+	gone    bool             // a pod being deleted: it holds its share until it is gone
 }
 
 // view is the scheduler's incremental model of the cluster: the core's Cluster over the
@@ -222,6 +226,7 @@ func (v *view) setHolder(uid types.UID, h *holder) {
 func (v *view) setHolderLocked(uid types.UID, h *holder) {
 	old := v.holders[uid]
 	if old != nil && h != nil && old.node == h.node && old.mask == h.mask && old.devices == nil && h.devices == nil {
+		old.gone = h.gone
 		return // a pod's update that moves nothing
 	}
 	if old != nil && v.cl != nil {
@@ -403,7 +408,8 @@ func (v *view) assume(uid types.UID, node string, pr podRequest, gang string) (u
 		_, why := v.cl.Fits(i, &r)
 		return 0, fmt.Errorf("no longer fits node %s: %s", node, why)
 	}
-	v.setHolderLocked(uid, &holder{node: node, req: pr.req, vramGiB: pr.vramGiB, mask: ch.GPUMask, gang: gang})
+	v.setHolderLocked(uid, &holder{node: node, req: pr.req, vramGiB: pr.vramGiB, mask: ch.GPUMask, gang: gang,
+		created: pr.created, name: pr.req.Name})
 	return ch.GPUMask, nil
 }
 

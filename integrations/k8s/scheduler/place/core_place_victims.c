@@ -1,0 +1,2 @@
+/* The placement core, compiled from the repository's own source (see place.go). */
+#include "../../../../lib/place-victims.c"
