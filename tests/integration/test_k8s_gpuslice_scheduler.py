@@ -16,9 +16,8 @@ The GPUs are simulated (a test double); the scheduler's decisions do not depend 
 import json
 import os
 import pathlib
-import time
-
 import subprocess
+import time
 
 import pytest
 
@@ -34,7 +33,7 @@ def k8s():
         pytest.skip("kubelet and containerd need root (CI runs the tests as root)")
     c = Cluster(pathlib.Path(f"/tmp/gpuslice-k8s-sched-{os.getpid()}"))
     c.env["GS_K8S_SIM"] = "h100-80gb:2"
-    c.env["GS_K8S_GPUSLICE_SCHEDULER"] = "1"  # Cluster leaves it out by default
+    c.env["GS_K8S_GPUSLICE_SCHEDULER"] = "1"  # what these tests are about (cluster.sh's default too)
     try:
         c.up()
         yield c
