@@ -311,20 +311,11 @@ static void put(char **text, size_t *len, const char *fmt, ...)
   free(line);
 }
 
+/* The idle detector's series that are not a tenant's (gpuslice_tenant_idle_seconds is, with
+ * every tenant label: lib/metrics-render.c). */
 void idle_metrics_append(const struct daemon *d, char **text, size_t *len)
 {
-  char a[256], b[256];
-  put(text, len,
-      "# HELP gpuslice_tenant_idle_seconds Time since the tenant's last GPU activity while it "
-      "holds memory.\n"
-      "# TYPE gpuslice_tenant_idle_seconds gauge\n");
-  for (int i = 0; i < d->reg.n; i++) {
-    const struct tenant *t = d->reg.v[i];
-    esc(a, sizeof(a), t->name);
-    esc(b, sizeof(b), t->idle.rule);
-    put(text, len, "gpuslice_tenant_idle_seconds{tenant=\"%s\",rule=\"%s\",state=\"%s\"} %.3f\n", a,
-        b, t->idle.state[0] ? t->idle.state : "active", t->idle.idle_s);
-  }
+  char b[256];
   put(text, len,
       "# HELP gpuslice_idle_actions_total Idle actions done (dry_run=\"true\": due in a dry run, "
       "not done), by action and rule.\n"

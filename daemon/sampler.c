@@ -90,6 +90,7 @@ static void snap_row(struct gs_snap_tenant *row, const struct tenant *t, int g)
   row->compute_over = tg->compute_over_ppm / 1e6;
   row->vram_violations = tg->vram_violations;
   row->compute_violations = tg->compute_violations;
+  row->idle_seconds = t->idle.idle_s;
   snap_suspension(row, t, g);
 }
 

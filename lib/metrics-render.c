@@ -465,6 +465,7 @@ enum tenant_field {
   TF_VIOL_COMPUTE,
   TF_VIOL_VRAM_N,
   TF_VIOL_COMPUTE_N,
+  TF_IDLE_S,
   TF_SUSPENDED,
   TF_SUSPENDED_BYTES,
   TF_SUSPENDED_S,
@@ -501,6 +502,9 @@ static const struct {
     "Device memory violations the daemon found on this GPU, one per start of an excess." },
   { TF_VIOL_COMPUTE_N, "gpuslice_tenant_compute_violations_total", "counter",
     "Compute violations the daemon found on this GPU, one per start of an excess." },
+  { TF_IDLE_S, "gpuslice_tenant_idle_seconds", "gauge",
+    "Time since the tenant's last GPU activity while it holds memory, in seconds (0 while "
+    "active; the tenant's, on each of its GPUs)." },
   /* Suspension (docs/suspend.md): only for tenants suspended at least once. */
   { TF_SUSPENDED, "gpuslice_tenant_suspended", "gauge",
     "1 while the tenant is suspended (its device memory in host memory, or coming back), else 0." },
@@ -560,6 +564,7 @@ static bool tenant_value(struct mbuf *b, const struct gs_snap_tenant *t, enum te
   case TF_VIOL_COMPUTE: mbuf_double(b, t->compute_over); break;
   case TF_VIOL_VRAM_N: mbuf_u64(b, t->vram_violations); break;
   case TF_VIOL_COMPUTE_N: mbuf_u64(b, t->compute_violations); break;
+  case TF_IDLE_S: mbuf_double(b, t->idle_seconds); break;
   default: return suspension_value(b, t, f);
   }
   return true;

@@ -112,6 +112,9 @@ struct gs_snap_tenant {
   double resume_seconds;      /* the last resume: from asked for to running again */
   uint64_t resume_waits;      /* calls of the tenant's processes that waited for a resume */
   double resume_wait_seconds; /* their waits, summed */
+  /* Idle detection (docs/idle.md): time since the tenant's last GPU activity while it holds
+   * memory, 0 while active; the tenant's, the same on each of its rows. */
+  double idle_seconds;
 };
 
 /* One row per (tenant, GPU) the tenant uses. */

@@ -210,7 +210,9 @@ def test_idle_tenant_is_detected_and_dry_run_records_without_acting(shared_root,
         # /metrics.
         import urllib.request
         text = urllib.request.urlopen(f"http://127.0.0.1:{d.port}/metrics", timeout=10).read().decode()
-        line = next(l for l in text.splitlines() if l.startswith('gpuslice_tenant_idle_seconds{tenant="nb"'))
+        # a tenant series like the others: the tenant's labels and its GPU's
+        line = next(l for l in text.splitlines() if l.startswith("gpuslice_tenant_idle_seconds{") and 'tenant="nb"' in l)
+        assert 'gpu="0"' in line and 'UUID="GPU-' in line and 'label_type="notebook"' in line, line
         assert float(line.split()[-1]) >= 900, line
         assert 'gpuslice_idle_actions_total{action="signal",rule="notebooks",dry_run="true"} 1' in text
         # GPU 0 holds the tenant's memory: not empty.

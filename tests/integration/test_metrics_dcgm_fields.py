@@ -281,7 +281,7 @@ def test_a_kubernetes_tenant_has_namespace_pod_container_on_every_series(k8s_nod
     fams = families(metrics(k8s_node))
     gpu = sample(fams, "DCGM_FI_DEV_FB_USED", 0)[0]
     rows = tenant_rows(fams, "k")
-    assert len(rows) == 13 and all(rows.values()), rows  # 10 series and 3 deprecated names
+    assert len(rows) == 14 and all(rows.values()), rows  # 11 series (idle seconds the 11th) and 3 deprecated names
     for name, samples in rows.items():
         for lb in samples:
             assert (lb["namespace"], lb["pod"], lb["container"]) == ("ns1", "p1", "c1"), name

@@ -268,6 +268,7 @@ static void test_tenant_series_exact_text(void **state)
   t.compute_over = 0.25;
   t.vram_violations = 2;
   t.compute_violations = 1;
+  t.idle_seconds = 1800.5;
   struct gs_snapshot s = snapshot(&g, 1, &t, 1);
   char *out = render(&s, NULL);
   char *tenant_part = strstr(out, "# HELP gpuslice_tenant_vram_used_bytes");
@@ -313,6 +314,10 @@ static void test_tenant_series_exact_text(void **state)
     "GPU, one per start of an excess.\n"
     "# TYPE gpuslice_tenant_compute_violations_total counter\n"
     "gpuslice_tenant_compute_violations_total{" T_LABELS ",label_team=\"vision\"} 1\n"
+    "# HELP gpuslice_tenant_idle_seconds Time since the tenant's last GPU activity while it holds "
+    "memory, in seconds (0 while active; the tenant's, on each of its GPUs).\n"
+    "# TYPE gpuslice_tenant_idle_seconds gauge\n"
+    "gpuslice_tenant_idle_seconds{" T_LABELS ",label_team=\"vision\"} 1800.5\n"
     "# HELP gpuslice_tenant_compute_share Deprecated, use gpuslice_tenant_compute_used_ratio (the "
     "same value); removed after gpuslice 0.2.\n"
     "# TYPE gpuslice_tenant_compute_share gauge\n"
@@ -713,9 +718,9 @@ static void test_many_rows_render_completely(void **state)
   size_t lines = 0;
   for (char *p = out; *p; p++)
     lines += *p == '\n';
-  /* 8 GPU series (the readings every GPU has) + 10 tenant series and the 3 deprecated names of
+  /* 8 GPU series (the readings every GPU has) + 11 tenant series and the 3 deprecated names of
    * the 0-1 ones, each with HELP and TYPE. */
-  assert_int_equal(lines, 8 * (2 + NG) + 13 * (2 + NT));
+  assert_int_equal(lines, 8 * (2 + NG) + 14 * (2 + NT));
   assert_non_null(strstr(out, "tenant=\"tenant-255\",gpu=\"7\""));
   free(out);
   free(g);
