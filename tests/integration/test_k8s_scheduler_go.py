@@ -11,31 +11,24 @@ import subprocess
 
 import pytest
 
+from go_module import assert_gofmt_clean, assert_tests_pass, assert_vet_clean
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MOD = ROOT / "integrations" / "k8s" / "scheduler"
 
 pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="no Go toolchain")
 
 
-def go(*args, timeout=1700):
-    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=readonly", CGO_ENABLED="1")
-    return subprocess.run(["go"] + list(args), cwd=MOD, env=env, capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def test_gofmt_finds_nothing_to_change():
-    p = subprocess.run(["gofmt", "-l", "."], cwd=MOD, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0 and p.stdout == "", p.stdout + p.stderr
+    assert_gofmt_clean(MOD)
 
 
 def test_go_vet_is_clean():
-    p = go("vet", "./...")
-    assert p.returncode == 0, p.stderr
+    assert_vet_clean(MOD, timeout=1700, cgo=True)
 
 
 def test_go_tests_pass():
-    p = go("test", "-count=1", "./...")
-    assert p.returncode == 0, p.stdout + p.stderr
+    assert_tests_pass(MOD, timeout=1700, cgo=True)
 
 
 def scheduler_binary():
