@@ -63,11 +63,11 @@ def test_without_modelname_promtool_finds_nothing_but_dcgm_counter_names(big):
 def test_big_snapshot_has_every_row(big):
     samples = [ln for ln in big.splitlines() if ln and not ln.startswith("#")]
     rows = 256 * 8
-    # GPU series: dcgm-exporter's 25 default fields x 8; tenants: used, share, gpu and throttled seconds, and the four violation
-    # series, for every row, and the two limits only where set (3/4 of the tenants have a memory
+    # GPU series: dcgm-exporter's 25 default fields x 8; tenants: used, share, gpu, throttled and
+    # idle seconds, and the four violation series, for every row, and the two limits only where set (3/4 of the tenants have a memory
     # limit, 2/3 a compute limit); the deprecated names of the two 0-1 series every row has and
     # of the compute limit.
     vram_limited = sum(1 for t in range(256) if t % 4) * 8
     compute_limited = sum(1 for t in range(256) if t % 3) * 8
-    assert len(samples) == 25 * 8 + 8 * rows + vram_limited + compute_limited + 7 + 2 * rows + compute_limited
+    assert len(samples) == 25 * 8 + 9 * rows + vram_limited + compute_limited + 7 + 2 * rows + compute_limited
     assert len({ln.rsplit(" ", 1)[0] for ln in samples}) == len(samples), "duplicate series"
