@@ -19,9 +19,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 )
 
 type burstRun struct {
@@ -84,11 +87,18 @@ func burstOnce(ctx context.Context, s *setup, ns, sched string, order []int) (bu
 	if err := makeNamespace(ctx, s.cs, ns); err != nil {
 		return run, err
 	}
+	if err := emptyNamespace(ctx, s.cs, ns); err != nil { // left by an earlier run
+		return run, err
+	}
 	list, err := s.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return run, err
 	}
-	w, err := s.cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	// A watch that resumes where it was when the server closes it.
+	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return s.cs.CoreV1().Pods(ns).Watch(ctx, o)
+	}}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, lw)
 	if err != nil {
 		return run, err
 	}
@@ -108,6 +118,9 @@ func burstOnce(ctx context.Context, s *setup, ns, sched string, order []int) (bu
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				return run, fmt.Errorf("watch closed after %d of %d decisions", len(decided), len(order))
+			}
+			if ev.Type == watch.Error {
+				return run, fmt.Errorf("watch: %v", apierrors.FromObject(ev.Object))
 			}
 			p, isPod := ev.Object.(*v1.Pod)
 			if !isPod || ev.Type == watch.Deleted || decided[p.Name] {
