@@ -110,8 +110,8 @@ func main() {
 	}
 }
 
-// setup loads the trace, connects, makes the nodes if asked and the namespace, and
-// computes pack's arrival order.
+// setup is what both the replay and the benchmark start from: the client, the trace's
+// nodes and pods, pack's arrival order, and how long kwok took to have the nodes Ready.
 type setup struct {
 	cs    kubernetes.Interface
 	nodes []place.NodeSpec
@@ -120,6 +120,7 @@ type setup struct {
 	ready float64
 }
 
+// prepare loads the trace, connects, makes the nodes if asked and computes the arrivals.
 func prepare(ctx context.Context, o *options) (*setup, error) {
 	var s setup
 	var err error
