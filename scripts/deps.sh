@@ -31,7 +31,7 @@
 #   busybox-static openssl curl       the cluster's workload image, certificates, health checks
 #   tzdata                            time zones of the idle schedules (docs/idle.md)
 # Go is the machine's own (1.26; Debian's is too old): it builds the Kubernetes components and
-# helm (integrations/k8s/hack/build.sh, run by test.sh) and the agent gpuslice-k8s.
+# helm and kwok (integrations/k8s/hack/build.sh, run by test.sh) and the agent gpuslice-k8s.
 #
 # The daemons' packages would start system munged, slurmctld and slurmd where no
 # policy-rc.d forbids it; the install below forbids it for its own duration, since the tests

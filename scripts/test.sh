@@ -30,9 +30,10 @@ fuzz() {
   ctest --test-dir build-fuzz -L fuzz --output-on-failure
 }
 
-# The Kubernetes test cluster's components (kube-apiserver, kubelet, containerd, etcd, helm),
-# built from source once into ~/.cache/gpuslice-k8s (about 15 minutes on 2 cores the first
-# time, a second afterwards): tests/integration/test_k8s_cluster.py starts a cluster of them.
+# The Kubernetes test cluster's components (kube-apiserver, kubelet, containerd, etcd, helm,
+# kwok, the gpuslice scheduler), built from source once into ~/.cache/gpuslice-k8s (about 20
+# minutes on 2 cores the first time, a second afterwards): tests/integration/test_k8s_*.py
+# start clusters of them (test_k8s_kwok_replay.py a control plane with kwok's nodes).
 k8s_components() {
   echo "==> Kubernetes components (integrations/k8s/hack/build.sh)"
   integrations/k8s/hack/build.sh

@@ -6,6 +6,7 @@
 #     etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
 #     containerd containerd-shim-runc-v2 ctr
 #     helm
+#     kwok                 (kwok's controller: the scale replay's nodes, with no kubelet)
 #     gpuslice-scheduler   (kube-scheduler with gpuslice's plugin, ../scheduler; cgo)
 #     gpuslice-k8s-replay  (the scale replay's tool, same module)
 #
@@ -22,7 +23,7 @@
 # Concurrent runs on one cache take turns (flock on <version>/.lock).
 #
 # Environment: GS_K8S_CACHE (cache root), GS_K8S_ONLY (space-separated component names:
-# etcd kube containerd helm scheduler; default all). GOMODCACHE, GOCACHE, GOFLAGS and GOMAXPROCS are
+# etcd kube containerd helm kwok scheduler; default all). GOMODCACHE, GOCACHE, GOFLAGS and GOMAXPROCS are
 # Go's own and are respected.
 set -euo pipefail
 
@@ -162,6 +163,29 @@ build_containerd() {
 	stamp_of containerd "$GS_CONTAINERD_VERSION" >"$stamps/containerd"
 }
 
+# kwok's controller, and the stages it plays (its own node and pod stages, from the same
+# module, copied beside the binaries into share/kwok/ for cluster.sh): kwok v0.x has no
+# stages of its own without kwokctl, which supplies these.
+kwok_stages="node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml"
+
+build_kwok() {
+	local s ok=1
+	for s in $kwok_stages; do [ -f "$top/share/kwok/$(basename "$s")" ] || ok=0; done
+	[ "$ok" = 1 ] && up_to_date kwok "$GS_KWOK_VERSION" kwok && return 0
+	check_module_version kwok sigs.k8s.io/kwok "$GS_KWOK_VERSION"
+	rm -f "$stamps/kwok"
+	go_build kwok kwok sigs.k8s.io/kwok/cmd/kwok "" \
+		"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${GS_KWOK_VERSION#v}"
+	local src
+	src="$(cd "$here/components/kwok" && GOTOOLCHAIN=local go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)" ||
+		fail "kwok's stages" "(go list -m sigs.k8s.io/kwok)"
+	mkdir -p "$top/share/kwok"
+	for s in $kwok_stages; do
+		install -m 0644 "$src/kustomize/stage/$s" "$top/share/kwok/$(basename "$s")"
+	done
+	stamp_of kwok "$GS_KWOK_VERSION" >"$stamps/kwok"
+}
+
 build_helm() {
 	up_to_date helm "$GS_HELM_VERSION" helm && return 0
 	check_module_version helm helm.sh/helm/v3 "$GS_HELM_VERSION"
@@ -234,15 +258,16 @@ main() {
 	exec 9>"$top/.lock"
 	flock 9
 	local c
-	for c in ${GS_K8S_ONLY:-etcd kube containerd helm scheduler}; do
+	for c in ${GS_K8S_ONLY:-etcd kube containerd helm kwok scheduler}; do
 		case $c in
 		etcd) build_etcd ;;
 		kube) build_kube ;;
 		containerd) build_containerd ;;
 		helm) build_helm ;;
+		kwok) build_kwok ;;
 		scheduler) build_scheduler ;;
 		*)
-			echo "build.sh: unknown component '$c' in GS_K8S_ONLY (etcd, kube, containerd, helm, scheduler)" >&2
+			echo "build.sh: unknown component '$c' in GS_K8S_ONLY (etcd, kube, containerd, helm, kwok, scheduler)" >&2
 			exit 2
 			;;
 		esac

@@ -201,6 +201,7 @@ start_gpuslice_scheduler() {
 		-e "s|tieSeed: 0\$|tieSeed: ${GS_K8S_TIE_SEED:-0}$workload|" \
 		"$here/../examples/gpuslice-scheduler-config.yaml" >"$d/gpuslice-scheduler.yaml"
 	printf 'clientConnection:\n  kubeconfig: %s\n' "$d/kubeconfig/admin" >>"$d/gpuslice-scheduler.yaml"
+	[ -n "${sched_qps:-}" ] && printf '  qps: %s\n  burst: %s\n' "$sched_qps" "$((sched_qps * 2))" >>"$d/gpuslice-scheduler.yaml"
 	start gpuslice-scheduler "$bin/gpuslice-scheduler" \
 		--config "$d/gpuslice-scheduler.yaml" --secure-port 0
 }
@@ -539,10 +540,12 @@ up() {
 	echo "export KUBECONFIG=$d/kubeconfig/admin PATH=$bin:\$PATH"
 }
 
-# GS_K8S_CONTROL_ONLY=1: etcd, kube-apiserver, kube-scheduler and the gpuslice scheduler
-# only, no node, no controller-manager (whose node lifecycle controller would taint nodes
-# that send no heartbeats), no root needed. For the scale replay (bench/run-k8s-pack.py),
-# whose nodes are plain Node objects.
+# GS_K8S_CONTROL_ONLY=1: etcd, kube-apiserver, kube-scheduler, the gpuslice scheduler and
+# kwok's controller only, no kubelet, no controller-manager, no root needed. For the scale
+# replay (bench/run-k8s-pack.py), whose nodes are kwok's: Node objects annotated
+# kwok.x-k8s.io/node=fake, which kwok marks Ready and keeps heartbeating, and whose bound pods
+# it marks Running. No controller-manager runs, so nothing would taint a node that missed a
+# heartbeat (kwok's heartbeats are what a node lifecycle controller would read).
 up_control_only() {
 	[ -e "$d" ] && die "$d exists: run \`cluster.sh down\` first"
 	bin="${GS_K8S_BIN:-$("$here/build.sh" | tail -n1)}"
@@ -552,15 +555,52 @@ up_control_only() {
 	api_port=$(free_port)
 	make_pki
 	for c in admin kube-scheduler; do make_kubeconfig "$c"; done
+	[ -x "$bin/kwok" ] || die "$bin/kwok not found (build.sh builds it)"
 	start_etcd
 	start_apiserver
-	start kube-scheduler "$bin/kube-scheduler" \
-		--kubeconfig "$d/kubeconfig/kube-scheduler" \
-		--leader-elect=false --secure-port 0
+	# Both schedulers may send 1,000 requests a second (their default is 50, with bursts of
+	# 100): the scheduler benchmark is to measure them, not their client's rate limiter. The
+	# gpuslice scheduler makes two requests a pod (its PreBind's patch, then the binding), the
+	# default one makes one.
+	sched_qps=1000
+	cat >"$d/kube-scheduler.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+clientConnection:
+  kubeconfig: $d/kubeconfig/kube-scheduler
+  qps: $sched_qps
+  burst: $((sched_qps * 2))
+EOF
+	start kube-scheduler "$bin/kube-scheduler" --config "$d/kube-scheduler.yaml" --secure-port 0
 	start_gpuslice_scheduler
-	say "control plane ready at +$((SECONDS - t0))s"
+	start_kwok
+	say "control plane and kwok ready at +$((SECONDS - t0))s"
 	echo "export KUBECONFIG=$d/kubeconfig/admin PATH=$bin:\$PATH"
 }
+
+# kwok's controller, with the stages build.sh copied from its module (share/kwok/, beside
+# bin/): a node is made Ready with its capacity kept (node-initialize) and heartbeats every
+# 20 to 45 s (node-heartbeat, status only: no leases); a bound pod becomes Running
+# (pod-ready) and a deleted one goes (pod-delete). Only nodes annotated
+# kwok.x-k8s.io/node=fake are its. Pod IPs come from 10.0.0.0/8 (its default /24 is too
+# small for the replay's pods); it serves nothing (no --node-port).
+start_kwok() {
+	local share s
+	share="$(cd "$bin/.." && pwd)/share/kwok"
+	: >"$d/kwok.yaml"
+	for s in node-initialize node-heartbeat pod-ready pod-complete pod-delete; do
+		[ -f "$share/$s.yaml" ] || die "$share/$s.yaml not found (build.sh copies kwok's stages there)"
+		{ echo "---"; cat "$share/$s.yaml"; } >>"$d/kwok.yaml"
+	done
+	start kwok "$bin/kwok" --config "$d/kwok.yaml" --kubeconfig "$d/kubeconfig/admin" \
+		--manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+		--node-lease-duration-seconds 0 --cidr 10.0.0.0/8
+	wait_for kwok 60 kwok_started
+}
+
+kwok_started() { grep -q '"msg":"Watch nodes"' "$d/logs/kwok.log"; }
 
 # stop NAME: SIGTERM, then SIGKILL after 20 s.
 stop() {
@@ -686,7 +726,7 @@ down() {
 	bin=$(cat "$d/bin" 2>/dev/null || true)
 	local n
 	if [ -f "$d/control-only" ]; then
-		for n in gpuslice-scheduler kube-scheduler kube-apiserver etcd; do stop "$n"; done
+		for n in kwok gpuslice-scheduler kube-scheduler kube-apiserver etcd; do stop "$n"; done
 		rm -rf "$d"
 		say "down in $((SECONDS - t0))s"
 		return 0

@@ -18,3 +18,8 @@ GS_CONTAINERD_VERSION=v2.4.2
 
 # helm 3: the tests render and lint gpuslice's chart (integrations/k8s/chart) with it.
 GS_HELM_VERSION=v3.22.0
+
+# kwok's controller: plays the kubelet of the scale replay's 1,213 fake nodes. v0.8.0 is the
+# newest on the proxy; it needs go >= 1.26.0 and builds against k8s.io v0.36.1 (its own
+# module graph, apart from the cluster's 1.37 components: it only talks to the apiserver).
+GS_KWOK_VERSION=v0.8.0

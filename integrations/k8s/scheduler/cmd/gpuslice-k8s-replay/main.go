@@ -1,18 +1,24 @@
 // gpuslice-k8s-replay replays the openb trace on a Kubernetes control plane: the trace's
-// GPU nodes as Node objects (no kubelet: plain objects, Ready, with their CPU, memory and
-// GPU-milli as capacity), then its pods as Pods, one at a time in `gpuslice pack`'s arrival
+// GPU nodes as kwok's Node objects (no kubelet: kwok's controller marks them Ready, keeps
+// them heartbeating and marks their bound pods Running; nodes.go), with their CPU, memory and
+// GPU-milli as capacity, then its pods as Pods, one at a time in `gpuslice pack`'s arrival
 // order (gs_place_replay_arrivals, same seed and inflation), each waited for until it is
 // bound or found unschedulable (then deleted: the replay drops it, as pack does). At the
 // end it reads back where every pod is and computes gpu_alloc_ratio and frag_ratio with the
 // core, beside `gpuslice pack`'s own figures for the same policy and seed. A scheduler that
 // counts GPUs per node only (the default one) may put pods where no GPU holds them: those
-// are reported as per_gpu_misfits and not counted as allocated.
+// are reported as per_gpu_misfits and not counted as allocated. --outcomes writes, per pod,
+// whether it was bound and where.
+//
+// --burst N is the scheduler benchmark instead (burst.go): the first N arrivals submitted
+// at once, for each scheduler of --schedulers in turn, --rounds times, alternating.
 //
 // Prints one JSON object. Exit status 0, 1 on failure, 2 on a bad flag.
 package main
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -45,6 +51,7 @@ type result struct {
 	Nodes          int     `json:"nodes"`
 	Arrivals       int     `json:"arrivals"`
 	Bound          int     `json:"pods_bound"`
+	Running        int     `json:"pods_running"`
 	Unschedulable  int     `json:"pods_unschedulable"`
 	PerGPUMisfits  int     `json:"per_gpu_misfits"`
 	AllocRatio     float64 `json:"gpu_alloc_ratio"`
@@ -54,62 +61,107 @@ type result struct {
 	PackPlaced     int     `json:"pack_pods_placed"`
 	Seconds        float64 `json:"replay_seconds"`
 	PodsPerSecond  float64 `json:"pods_per_second"`
+	NodesReadySecs float64 `json:"nodes_ready_seconds,omitempty"`
+}
+
+// options are the flags.
+type options struct {
+	kubeconfig, data, trace, sched, ns, outcomes, schedulers string
+	policy                                                   place.Policy
+	seed                                                     uint64
+	inflate                                                  float64
+	limit, nodes, burst, rounds                              int
+	createNodes                                              bool
 }
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "the control plane")
-	data := flag.String("data", "data/alibaba-openb", "directory of the openb CSVs")
-	trace := flag.String("trace", "default", "pod list: openb_pod_list_<trace>.csv")
-	sched := flag.String("scheduler-name", "gpuslice-scheduler", "the pods' schedulerName")
+	var o options
+	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "the control plane")
+	flag.StringVar(&o.data, "data", "data/alibaba-openb", "directory of the openb CSVs")
+	flag.StringVar(&o.trace, "trace", "default", "pod list: openb_pod_list_<trace>.csv")
+	flag.StringVar(&o.sched, "scheduler-name", "gpuslice-scheduler", "the pods' schedulerName")
 	policy := flag.String("policy", "fgd", "the policy of pack's reference figures (the scheduler's own is its profile's)")
-	seed := flag.Uint64("seed", 42, "arrival order and tie seed, as gpuslice pack --seed")
-	inflate := flag.Float64("inflate", 1.3, "arrivals up to this times the GPU capacity")
-	limit := flag.Int("limit", 0, "replay only the first N arrivals (0: all)")
-	ns := flag.String("namespace", "replay", "namespace of the pods")
-	createNodes := flag.Bool("create-nodes", false, "create the trace's nodes first")
+	flag.Uint64Var(&o.seed, "seed", 42, "arrival order and tie seed, as gpuslice pack --seed")
+	flag.Float64Var(&o.inflate, "inflate", 1.3, "arrivals up to this times the GPU capacity")
+	flag.IntVar(&o.limit, "limit", 0, "replay only the first N arrivals (0: all)")
+	flag.IntVar(&o.nodes, "nodes", 0, "use only the first N nodes of the node list (0: all), as pack on those rows")
+	flag.StringVar(&o.ns, "namespace", "replay", "namespace of the pods")
+	flag.BoolVar(&o.createNodes, "create-nodes", false, "create the trace's nodes first (as kwok's) and wait until kwok has them Ready")
+	flag.StringVar(&o.outcomes, "outcomes", "", "write each pod's outcome here (CSV: pod,trace_pod,bound,node)")
+	flag.IntVar(&o.burst, "burst", 0, "the scheduler benchmark: submit the first N arrivals at once (0: the replay)")
+	flag.IntVar(&o.rounds, "rounds", 3, "with --burst: rounds of each scheduler")
+	flag.StringVar(&o.schedulers, "schedulers", "gpuslice-scheduler,default-scheduler", "with --burst: the schedulers, in turn")
 	flag.Parse()
 	p, err := place.PolicyFromName(*policy)
-	if err != nil || flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "gpuslice-k8s-replay: bad flag: %v\n", firstErr(err, fmt.Errorf("unexpected %q", flag.Args())))
+	if err == nil && flag.NArg() > 0 {
+		err = fmt.Errorf("unexpected %q", flag.Args())
+	}
+	if err == nil && (o.nodes < 0 || o.limit < 0 || o.burst < 0 || o.rounds < 1) {
+		err = fmt.Errorf("--nodes, --limit and --burst must be >= 0, --rounds >= 1")
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gpuslice-k8s-replay: bad flag: %v\n", err)
 		os.Exit(2)
 	}
-	if err := run(*kubeconfig, *data, *trace, *sched, p, *seed, *inflate, *limit, *ns, *createNodes); err != nil {
+	o.policy = p
+	if err := run(&o); err != nil {
 		fmt.Fprintf(os.Stderr, "gpuslice-k8s-replay: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func firstErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
+// setup is what both the replay and the benchmark start from: the client, the trace's
+// nodes and pods, pack's arrival order, and how long kwok took to have the nodes Ready.
+type setup struct {
+	cs    kubernetes.Interface
+	nodes []place.NodeSpec
+	pods  []place.Request
+	order []int
+	ready float64
 }
 
-func run(kubeconfig, data, trace, sched string, p place.Policy, seed uint64, inflate float64, limit int, ns string, createNodes bool) error {
-	ctx := context.Background()
-	nodes, err := place.LoadOpenbNodes(data + "/openb_node_list_gpu_node.csv")
-	if err != nil {
-		return err
+// prepare loads the trace, connects, makes the nodes if asked and computes the arrivals.
+func prepare(ctx context.Context, o *options) (*setup, error) {
+	var s setup
+	var err error
+	if s.nodes, err = place.LoadOpenbNodes(o.data + "/openb_node_list_gpu_node.csv"); err != nil {
+		return nil, err
 	}
-	pods, err := place.LoadOpenbPods(data + "/openb_pod_list_" + trace + ".csv")
-	if err != nil {
-		return err
+	if o.nodes > 0 && o.nodes < len(s.nodes) {
+		s.nodes = s.nodes[:o.nodes]
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
+	if s.pods, err = place.LoadOpenbPods(o.data + "/openb_pod_list_" + o.trace + ".csv"); err != nil {
+		return nil, err
 	}
-	cfg.QPS, cfg.Burst = 500, 1000
-	cs, err := kubernetes.NewForConfig(cfg)
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if createNodes {
-		if err := makeNodes(ctx, cs, nodes); err != nil {
-			return err
+	cfg.QPS, cfg.Burst = 2000, 4000
+	if s.cs, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if o.createNodes {
+		t0 := time.Now()
+		if err := makeNodes(ctx, s.cs, s.nodes); err != nil {
+			return nil, err
 		}
+		if err := waitNodesReady(ctx, s.cs, s.nodes, 5*time.Minute); err != nil {
+			return nil, err
+		}
+		s.ready = time.Since(t0).Seconds()
 	}
+	var capacity int64
+	for _, n := range s.nodes {
+		capacity += int64(n.GPUs) * place.Milli
+	}
+	if s.order, err = place.Arrivals(s.pods, capacity, o.inflate, o.seed); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func makeNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -118,36 +170,66 @@ func run(kubeconfig, data, trace, sched string, p place.Policy, seed uint64, inf
 	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	var capacity int64
-	for _, n := range nodes {
-		capacity += int64(n.GPUs) * place.Milli
-	}
-	order, err := place.Arrivals(pods, capacity, inflate, seed)
+	return nil
+}
+
+func run(o *options) error {
+	ctx := context.Background()
+	s, err := prepare(ctx, o)
 	if err != nil {
 		return err
 	}
-	if limit > 0 && limit < len(order) {
-		order = order[:limit]
+	if o.burst > 0 {
+		return runBurst(ctx, o, s)
 	}
-	res := result{Scheduler: sched, Policy: p.String(), Seed: seed, Inflate: inflate, Nodes: len(nodes), Arrivals: len(order)}
+	if err := makeNamespace(ctx, s.cs, o.ns); err != nil {
+		return err
+	}
+	order := s.order
+	if o.limit > 0 && o.limit < len(order) {
+		order = order[:o.limit]
+	}
+	res := result{Scheduler: o.sched, Policy: o.policy.String(), Seed: o.seed, Inflate: o.inflate, Nodes: len(s.nodes),
+		Arrivals: len(order), NodesReadySecs: s.ready}
+	var out *csv.Writer
+	if o.outcomes != "" {
+		f, err := os.Create(o.outcomes)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = csv.NewWriter(f)
+		_ = out.Write([]string{"pod", "trace_pod", "bound", "node"})
+	}
 	t0 := time.Now()
 	for i, k := range order {
-		bound, err := submit(ctx, cs, ns, sched, i, pods[k])
+		node, err := submit(ctx, s.cs, o.ns, o.sched, i, s.pods[k])
 		if err != nil {
-			return fmt.Errorf("pod %d (%s): %w", i, pods[k].Name, err)
+			return fmt.Errorf("pod %d (%s): %w", i, s.pods[k].Name, err)
 		}
-		if bound {
+		if node != "" {
 			res.Bound++
 		} else {
 			res.Unschedulable++
 		}
+		if out != nil {
+			_ = out.Write([]string{podName(i), s.pods[k].Name, strconv.FormatBool(node != ""), node})
+		}
 	}
 	res.Seconds = time.Since(t0).Seconds()
 	res.PodsPerSecond = float64(len(order)) / res.Seconds
-	if err := readBack(ctx, cs, ns, nodes, pods, &res); err != nil {
+	if out != nil {
+		if out.Flush(); out.Error() != nil {
+			return out.Error()
+		}
+	}
+	if res.Running, err = waitRunning(ctx, s.cs, o.ns, res.Bound, 2*time.Minute); err != nil {
 		return err
 	}
-	ref, err := place.Replay(nodes, pods, p, inflate, seed)
+	if err := readBack(ctx, s.cs, o.ns, s.nodes, s.pods, &res); err != nil {
+		return err
+	}
+	ref, err := place.Replay(s.nodes, s.pods, o.policy, o.inflate, o.seed)
 	if err != nil {
 		return err
 	}
@@ -155,49 +237,10 @@ func run(kubeconfig, data, trace, sched string, p place.Policy, seed uint64, inf
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
 
-func makeNodes(ctx context.Context, cs kubernetes.Interface, nodes []place.NodeSpec) error {
-	for _, n := range nodes {
-		res := v1.ResourceList{
-			v1.ResourceCPU:    *resource.NewMilliQuantity(n.CPUMilli, resource.DecimalSI),
-			v1.ResourceMemory: *resource.NewQuantity(n.MemMiB<<20, resource.BinarySI),
-			v1.ResourcePods:   resource.MustParse("10000"),
-			ResourceGPUMilli:  *resource.NewQuantity(int64(n.GPUs)*place.Milli, resource.DecimalSI),
-		}
-		node := &v1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{
-				plugin.LabelNodeGPUs: strconv.Itoa(n.GPUs), plugin.LabelNodeGPUModel: n.Model,
-				"kubernetes.io/hostname": n.Name, "type": "replay"}},
-			Status: v1.NodeStatus{Capacity: res, Allocatable: res,
-				Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "Replay",
-					LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}},
-		}
-		created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			created, err = cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-		}
-		if err != nil {
-			return fmt.Errorf("node %s: %w", n.Name, err)
-		}
-		created.Status = node.Status
-		updated, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("node %s status: %w", n.Name, err)
-		}
-		// The API server taints a new node not-ready; the node lifecycle controller, which
-		// does not run here, would lift it once the node is Ready.
-		updated.Spec.Taints = nil
-		if _, err := cs.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("node %s taints: %w", n.Name, err)
-		}
-	}
-	return nil
-}
-
 func podName(i int) string { return fmt.Sprintf("p%06d", i) }
 
-// submit creates the pod and waits until it is bound (true) or unschedulable (false, and
-// deleted).
-func submit(ctx context.Context, cs kubernetes.Interface, ns, sched string, i int, r place.Request) (bool, error) {
+// replayPod is the trace's pod i as a Pod for the scheduler sched.
+func replayPod(ns, sched string, i int, r place.Request) *v1.Pod {
 	name := podName(i)
 	req := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewMilliQuantity(r.CPUMilli, resource.DecimalSI),
@@ -220,14 +263,22 @@ func submit(ctx context.Context, cs kubernetes.Interface, ns, sched string, i in
 			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
 				Key: plugin.LabelNodeGPUModel, Operator: v1.NodeSelectorOpIn, Values: strings.Split(r.GPUSpec, "|")}}}}}}}
 	}
+	return pod
+}
+
+// submit creates the pod and waits until it is bound (its node) or unschedulable ("", and
+// deleted).
+func submit(ctx context.Context, cs kubernetes.Interface, ns, sched string, i int, r place.Request) (string, error) {
+	name := podName(i)
+	pod := replayPod(ns, sched, i, r)
 	created, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
 		ResourceVersion: created.ResourceVersion})
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	defer w.Stop()
 	timeout := time.After(60 * time.Second)
@@ -235,24 +286,24 @@ func submit(ctx context.Context, cs kubernetes.Interface, ns, sched string, i in
 		select {
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return false, fmt.Errorf("watch closed")
+				return "", fmt.Errorf("watch closed")
 			}
 			p, isPod := ev.Object.(*v1.Pod)
 			if !isPod {
 				continue
 			}
 			if p.Spec.NodeName != "" {
-				return true, nil
+				return p.Spec.NodeName, nil
 			}
 			for _, c := range p.Status.Conditions {
 				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
 					zero := int64(0)
 					err := cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-					return false, err
+					return "", err
 				}
 			}
 		case <-timeout:
-			return false, fmt.Errorf("neither bound nor unschedulable after 60 s")
+			return "", fmt.Errorf("neither bound nor unschedulable after 60 s")
 		}
 	}
 }
