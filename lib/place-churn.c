@@ -194,11 +194,7 @@ int gs_place_replay_churn(const struct gs_place_node_spec *nodes, size_t n_nodes
                           const struct gs_place_replay_opts *opts,
                           struct gs_place_churn_result *out, gs_error_t *err)
 {
-  if (!(opts->inflate > 0))
-    return gs_make_error(err, 0, "inflate %g is not > 0", opts->inflate);
-  if (n_pods == 0)
-    return gs_make_error(err, 0, "no pods to replay");
-  gs_place_cluster_t *c = gs_place_cluster_new(nodes, n_nodes, err);
+  gs_place_cluster_t *c = gs__place_replay_cluster(nodes, n_nodes, n_pods, opts, err);
   if (!c)
     return -1;
   int ret = -1;

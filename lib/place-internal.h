@@ -84,8 +84,12 @@ int gs__place_fgd_score(gs_place_cluster_t *c, int node, const struct gs_place_r
 int gs__place_fgd_sigmoid_score(double frag_before, double frag_after);
 void gs__place_fgd_prepare(gs_place_cluster_t *c, const struct gs_place_request *r);
 
-/* place-replay.c: the replay's arrival order (indices into pods) and its copies of the
- * pods with gpu_spec bound, shared with the replay with departures (place-churn.c). */
+/* place-replay.c: the replay's checked options and empty cluster, its arrival order (indices
+ * into pods) and its copies of the pods with gpu_spec bound, shared with the replay with
+ * departures (place-churn.c). */
+gs_place_cluster_t *gs__place_replay_cluster(const struct gs_place_node_spec *nodes, size_t n_nodes,
+                                             size_t n_pods, const struct gs_place_replay_opts *opts,
+                                             gs_error_t *err);
 size_t *gs__place_arrivals(const struct gs_place_request *pods, size_t n, int64_t target,
                            uint64_t seed, size_t *out_n);
 struct gs_place_request *gs__place_bind_pods(gs_place_cluster_t *c,

@@ -91,6 +91,21 @@ size_t *gs__place_arrivals(const struct gs_place_request *pods, size_t n, int64_
 }
 
 /* Copies of the pods with gpu_spec bound to the cluster's models. */
+gs_place_cluster_t *gs__place_replay_cluster(const struct gs_place_node_spec *nodes, size_t n_nodes,
+                                             size_t n_pods, const struct gs_place_replay_opts *opts,
+                                             gs_error_t *err)
+{
+  if (!(opts->inflate > 0)) {
+    gs_make_error(err, 0, "inflate %g is not > 0", opts->inflate);
+    return NULL;
+  }
+  if (n_pods == 0) {
+    gs_make_error(err, 0, "no pods to replay");
+    return NULL;
+  }
+  return gs_place_cluster_new(nodes, n_nodes, err);
+}
+
 struct gs_place_request *gs__place_bind_pods(gs_place_cluster_t *c,
                                              const struct gs_place_request *pods, size_t n)
 {
@@ -131,11 +146,7 @@ int gs_place_replay(const struct gs_place_node_spec *nodes, size_t n_nodes,
                     const struct gs_place_replay_opts *opts, struct gs_place_replay_result *out,
                     gs_error_t *err)
 {
-  if (!(opts->inflate > 0))
-    return gs_make_error(err, 0, "inflate %g is not > 0", opts->inflate);
-  if (n_pods == 0)
-    return gs_make_error(err, 0, "no pods to replay");
-  gs_place_cluster_t *c = gs_place_cluster_new(nodes, n_nodes, err);
+  gs_place_cluster_t *c = gs__place_replay_cluster(nodes, n_nodes, n_pods, opts, err);
   if (!c)
     return -1;
   int ret = -1;

@@ -33,6 +33,17 @@ def for_python(env):
     return dict(env, LD_PRELOAD=ASAN, ASAN_OPTIONS="detect_leaks=0")
 
 
+def start_python_tenant(name, opts, argv, env):
+    """`gpuslice run --name NAME OPTS -- python ARGV` with its three streams piped, once the
+    probe has written its first line, the JSON that names its pid: (process, pid)."""
+    p = subprocess.Popen([str(GPUSLICE), "run", "--name", name, *opts, "--", sys.executable, *argv],
+                         env=for_python(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert line, p.stderr.read()
+    return p, json.loads(line)["pid"]
+
+
 def quota_env(tmp_path, spec="h100-80gb", **extra):
     """The simulated devices in `spec`, with the simulator's state and gpuslice's state
     directory both private to the test, and no tenant."""

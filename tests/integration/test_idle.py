@@ -15,7 +15,7 @@ import pytest
 
 from daemon_env import (GPUSLICE, MIB, Daemon, as_user_request, ensure_user, needs_root, shared_root,  # noqa: F401
                         wait_for)
-from quota_env import for_python
+from quota_env import for_python, start_python_tenant
 
 HERE = Path(__file__).resolve().parent
 PROBE = HERE / "idle_probe.py"
@@ -46,13 +46,7 @@ class Tenant:
         opts = list(opts)
         for l in labels:
             opts += ["--label", l]
-        e = for_python(dict(daemon.env, **(env or {})))
-        self.p = subprocess.Popen([str(GPUSLICE), "run", "--name", name, *opts, "--", sys.executable, str(PROBE)],
-                                  env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
-        line = self.p.stdout.readline()
-        assert line, self.p.stderr.read()
-        self.pid = json.loads(line)["pid"]
+        self.p, self.pid = start_python_tenant(name, opts, [str(PROBE)], dict(daemon.env, **(env or {})))
 
     def cmd(self, line):
         self.p.stdin.write(line + "\n")

@@ -5,6 +5,7 @@ simulated H100 and the agent gpuslice-k8s with its DRA driver gpu.gpuslice.io) a
 with cluster.sh down. Pods run this build's gpusim-workload, mounted at its host path, on the
 simulated driver the agent's CDI spec mounts where NVIDIA's container toolkit would mount the
 real one. Needs root (kubelet, containerd) and the components build.sh makes (minutes, once)."""
+import contextlib
 import json
 import os
 import pathlib
@@ -101,6 +102,18 @@ class Cluster:
         return p.stdout
 
 
+@contextlib.contextmanager
+def running(c):
+    """The cluster (or control plane) c up for the block, and down after it whatever happened,
+    cluster.sh down succeeding."""
+    try:
+        c.up()
+        yield c
+    finally:
+        p = c.script("down", 300)
+        assert p.returncode == 0, p.stderr
+
+
 @pytest.fixture(scope="module")
 def k8s():
     if os.geteuid() != 0:
@@ -109,12 +122,8 @@ def k8s():
     # Nothing here uses gpuslice's own scheduler (test_k8s_gpuslice_scheduler.py does): left
     # out, it takes none of the two cores the compute-share test measures on.
     c.env["GS_K8S_GPUSLICE_SCHEDULER"] = "0"
-    try:
-        c.up()
+    with running(c):
         yield c
-    finally:
-        p = c.script("down", 300)
-        assert p.returncode == 0, p.stderr
     assert not c.dir.exists(), "cluster.sh down left its directory"
 
 

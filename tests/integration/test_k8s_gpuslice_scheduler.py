@@ -22,7 +22,7 @@ import time
 import pytest
 
 from daemon_env import wait_for
-from test_k8s_cluster import Cluster, claim_template, hold, pod
+from test_k8s_cluster import Cluster, claim_template, hold, pod, running
 
 SCHED = "gpuslice-scheduler"
 
@@ -34,12 +34,8 @@ def k8s():
     c = Cluster(pathlib.Path(f"/tmp/gpuslice-k8s-sched-{os.getpid()}"))
     c.env["GS_K8S_SIM"] = "h100-80gb:2"
     c.env["GS_K8S_GPUSLICE_SCHEDULER"] = "1"  # what these tests are about (cluster.sh's default too)
-    try:
-        c.up()
+    with running(c):
         yield c
-    finally:
-        p = c.script("down", 300)
-        assert p.returncode == 0, p.stderr
 
 
 def gs_pod(name, milli, labels=None, sched=SCHED):

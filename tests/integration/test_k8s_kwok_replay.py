@@ -23,6 +23,7 @@ import time
 import pytest
 
 from conftest import BIN
+from test_k8s_cluster import running
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "integrations" / "k8s" / "hack" / "cluster.sh"
@@ -60,12 +61,8 @@ class ControlPlane:
 @pytest.fixture(scope="module")
 def cp():
     c = ControlPlane(pathlib.Path(f"/tmp/gpuslice-k8s-kwok-{os.getpid()}"))
-    try:
-        c.up()
+    with running(c):
         yield c
-    finally:
-        p = c.script("down", 300)
-        assert p.returncode == 0, p.stderr
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from daemon_env import GIB, GPUSLICE, MIB, Daemon, shared_root, wait_for  # noqa: F401 (a fixture)
-from quota_env import for_python
+from quota_env import for_python, start_python_tenant
 
 HERE = Path(__file__).resolve().parent
 PROBE = HERE / "ckpt_probe.py"
@@ -29,13 +29,8 @@ class Tenant:
 
     def __init__(self, daemon, name, *run_opts):
         self.name = name
-        self.p = subprocess.Popen([str(GPUSLICE), "run", "--name", name, *map(str, run_opts), "--",
-                                   sys.executable, str(PROBE), "target"], env=for_python(daemon.env),
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
-        line = self.p.stdout.readline()
-        assert line, self.p.stderr.read()
-        self.pid = json.loads(line)["pid"]
+        self.p, self.pid = start_python_tenant(name, list(map(str, run_opts)), [str(PROBE), "target"],
+                                               daemon.env)
 
     def send(self, line):
         self.p.stdin.write(line + "\n")

@@ -12,28 +12,12 @@
 
 #include <gpuslice/place.h>
 
+#include "place-fixtures.h"
+
 static const struct gs_place_node_spec two_nodes[] = {
   { "a", 32000, 65536, 2, "T4" },
   { "b", 96000, 393216, 8, "V100" },
 };
-
-static gs_place_cluster_t *make(const struct gs_place_node_spec *n, size_t k)
-{
-  gs_error_t err = NULL;
-  gs_place_cluster_t *c = gs_place_cluster_new(n, k, &err);
-  assert_non_null(c);
-  return c;
-}
-
-static struct gs_place_request req(int64_t cpu, int num, int milli)
-{
-  return (struct gs_place_request){ .name = "p",
-                                    .cpu_milli = cpu,
-                                    .mem_mib = 1024,
-                                    .num_gpu = num,
-                                    .gpu_milli = milli,
-                                    .model_mask = GS_PLACE_ANY_MODEL };
-}
 
 static int place(gs_place_cluster_t *c, enum gs_place_policy p, struct gs_place_request *r,
                  struct gs_place_choice *ch)

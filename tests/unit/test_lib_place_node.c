@@ -12,23 +12,7 @@
 
 #include <gpuslice/place.h>
 
-static gs_place_cluster_t *make(const struct gs_place_node_spec *n, size_t k)
-{
-  gs_error_t err = NULL;
-  gs_place_cluster_t *c = gs_place_cluster_new(n, k, &err);
-  assert_non_null(c);
-  return c;
-}
-
-static struct gs_place_request req(int64_t cpu, int num, int milli)
-{
-  return (struct gs_place_request){ .name = "p",
-                                    .cpu_milli = cpu,
-                                    .mem_mib = 1024,
-                                    .num_gpu = num,
-                                    .gpu_milli = milli,
-                                    .model_mask = GS_PLACE_ANY_MODEL };
-}
+#include "place-fixtures.h"
 
 /* Two 80 GiB GPUs with 50 GiB taken on each (625 milli): 40 GiB (500) fits on neither,
  * though the node has 750 idle in all; 30 GiB (375) fits. */
