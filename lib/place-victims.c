@@ -9,6 +9,8 @@
 
 #include "place-queue-internal.h"
 
+static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 static void say(char *buf, size_t len, const char *fmt, ...)
 {
   if (!buf || len == 0)
