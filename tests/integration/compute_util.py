@@ -10,10 +10,13 @@ its own kernels inside [start + warm-up, start + warm-up + window] (`--window-st
 `--window-end-ns`). On the simulated GPU a sim_busy kernel runs exactly --kernel-us, so that
 figure is the tenant's true device time, whatever the gate believes."""
 import json
+import os
 import resource
 import struct
 import subprocess
 import time
+
+import pytest
 
 from quota_env import GPUSLICE, json_lines, state_dir
 from wl_run import WORKLOAD
@@ -150,6 +153,7 @@ class Group:
 
     def start(self):
         for t in self.tenants:
+            t.line = None   # a tenant measured again reports afresh
             t.proc = subprocess.Popen(t.argv(self.timing()), env=self.env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         return self
@@ -225,14 +229,78 @@ def report(label, targets, shares, busy=None):
     print(f"\n[compute] {label}: {pairs}{extra}")
 
 
-def assert_shares(env, targets, policy, tolerance=3.0):
+TRIES = 3          # measurements of one timing case, at most (measure_until)
+STOLEN_MAX = 0.03  # of the machine's CPU time taken by the VM's host, above which a try is disturbed
+
+
+def _stolen_cpu_seconds():
+    """CPU time the VM's host took from this machine since boot (/proc/stat's steal)."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_until(measure, holds, tries=TRIES):
+    """Runs measure() until holds(result) is true, at most `tries` times, and returns the last
+    result; the caller asserts on it, so a case missed on every try fails with its figures.
+
+    Why: the simulated GPU runs its kernels in real time on the test machine's CPUs, and on a
+    shared VM the host can take those CPUs away for seconds (steal) or another process can.
+    The device then idles because no tenant could launch, whatever the gate did. A bound is
+    never loosened for that: the case is measured again, and each miss is printed with the
+    share of the machine's CPU time the host stole during it. When every try missed and the
+    host stole more than STOLEN_MAX in each, the case could not be measured on this machine:
+    it is skipped, with those figures, rather than failed or passed. A wrong gate misses on a
+    machine left alone, and fails there."""
+    if tries < 1:
+        raise ValueError(f"tries must be at least 1, not {tries}")
+    stolen_in = []
+    for attempt in range(1, tries + 1):
+        stolen, t0 = _stolen_cpu_seconds(), time.monotonic()
+        result = measure()
+        if holds(result):
+            return result
+        cpu = max(time.monotonic() - t0, 1e-3) * os.cpu_count()
+        stolen_in.append((_stolen_cpu_seconds() - stolen) / cpu)
+        print(f"[compute] try {attempt} of {tries} missed; the host stole {100 * stolen_in[-1]:.1f}% of the "
+              f"machine's CPU time during it")
+    if min(stolen_in) > STOLEN_MAX:
+        pytest.skip(f"the VM's host stole {', '.join(f'{100 * x:.1f}%' for x in stolen_in)} of the CPU time "
+                    f"in the {tries} tries: the timing case could not be measured")
+    return result
+
+
+def measure_shares(env, label, tenants, targets, holds):
+    """Each tenant's share of the window, in %, measured again while `holds` misses."""
+
+    def measure():
+        _, shares = run_group(env, tenants)
+        report(label, targets, shares, sum(shares))
+        return shares
+
+    return measure_until(measure, holds)
+
+
+def assert_shares(env, targets, policy, tolerance=3.0, busy_min=0.0):
     """Saturating tenants with --compute targets under one policy, started together: each gets
-    its target to within `tolerance` percentage points. Returns the shares, in %."""
-    g, shares = run_group(env, [Tenant(pct_args(p, policy)) for p in targets])
-    report(f"{policy} {'/'.join(f'{t:g}' for t in targets)}", targets, shares, sum(shares))
-    print(f"[compute] tenants' CPU {g.cpu_seconds:.2f} s over {g.wall_seconds:.2f} s")
+    its target to within `tolerance` percentage points, and together at least `busy_min` % of
+    the window (measure_until says why a miss is measured again). Returns the shares, in %."""
+
+    def measure():
+        g, shares = run_group(env, [Tenant(pct_args(p, policy)) for p in targets])
+        report(f"{policy} {'/'.join(f'{t:g}' for t in targets)}", targets, shares, sum(shares))
+        print(f"[compute] tenants' CPU {g.cpu_seconds:.2f} s over {g.wall_seconds:.2f} s")
+        return g, shares
+
+    def holds(result):
+        g, shares = result
+        return (all(abs(got - t) <= tolerance for t, got in zip(targets, shares)) and sum(shares) >= busy_min
+                and g.cpu_seconds < CPU_SHARE_MAX * g.wall_seconds)
+
+    g, shares = measure_until(measure, holds)
     for target, got in zip(targets, shares):
         assert abs(got - target) <= tolerance, (targets, shares)
+    assert sum(shares) >= busy_min, shares
     # Tenants held at the gate sleep: a gate that spun would take a CPU per waiting process.
     assert g.cpu_seconds < CPU_SHARE_MAX * g.wall_seconds, (g.cpu_seconds, g.wall_seconds)
     return shares

@@ -8,7 +8,7 @@ In every accuracy case the tenants held at the gate sleep: together they use und
 CPU, where a gate that spun would take one per waiting process."""
 import pytest
 
-from compute_util import Tenant, assert_shares, pct_args, report, run_group
+from compute_util import Tenant, assert_shares, measure_shares, pct_args
 from quota_env import quota_env
 
 TOLERANCE = 3.0   # percentage points
@@ -25,14 +25,15 @@ def test_capped_saturating_tenants_get_their_shares(env, targets):
 
 
 def test_capped_tenant_alone_gets_its_cap_not_the_idle_device(env):
-    _, [got] = run_group(env, [Tenant(pct_args(40, "cap"))])
-    report("cap 40 alone", [40], [got])
+    [got] = measure_shares(env, "cap 40 alone", [Tenant(pct_args(40, "cap"))], [40],
+                           lambda s: s[0] == pytest.approx(40, abs=TOLERANCE))
     assert got == pytest.approx(40, abs=TOLERANCE)
 
 
 def test_capped_tenant_beside_a_share_tenant_stays_at_its_cap(env):
     """The share tenant takes the time the capped one may not use."""
-    _, shares = run_group(env, [Tenant(pct_args(20, "cap")), Tenant(pct_args(30, "share"))])
-    report("cap 20 + share 30", [20, 30], shares, sum(shares))
+    held = lambda s: s[0] == pytest.approx(20, abs=TOLERANCE) and s[1] >= 80 - TOLERANCE
+    shares = measure_shares(env, "cap 20 + share 30", [Tenant(pct_args(20, "cap")), Tenant(pct_args(30, "share"))],
+                            [20, 30], held)
     assert shares[0] == pytest.approx(20, abs=TOLERANCE)
     assert shares[1] >= 80 - TOLERANCE

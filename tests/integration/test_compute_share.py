@@ -9,7 +9,7 @@ In every accuracy case the tenants held at the gate sleep: together they use und
 CPU, where a gate that spun would take one per waiting process."""
 import pytest
 
-from compute_util import Tenant, assert_shares, pct_args, report, run_group
+from compute_util import Tenant, assert_shares, measure_shares, pct_args
 from quota_env import quota_env
 
 TOLERANCE = 3.0   # percentage points
@@ -23,28 +23,28 @@ def env(tmp_path):
 
 @pytest.mark.parametrize("targets", [[70, 30], [50, 25, 25], [12.5] * 8], ids=["70-30", "50-25-25", "8x12.5"])
 def test_share_tenants_get_their_shares_and_keep_the_device_busy(env, targets):
-    shares = assert_shares(env, targets, "share", TOLERANCE)
-    assert sum(shares) >= BUSY_MIN
+    assert_shares(env, targets, "share", TOLERANCE, busy_min=BUSY_MIN)
 
 
 def test_share_tenant_alone_gets_the_whole_device(env):
-    _, [got] = run_group(env, [Tenant(pct_args(30, "share"))])
-    report("share 30 alone", [30], [got], got)
+    [got] = measure_shares(env, "share 30 alone", [Tenant(pct_args(30, "share"))], [30],
+                           lambda s: s[0] >= BUSY_MIN)
     assert got >= BUSY_MIN
 
 
 def test_spare_time_flows_to_tenants_with_work(env):
     """Shares of 40 and 20 leave 40% spare: both keep at least their share, and between them
     the device stays busy."""
-    _, shares = run_group(env, [Tenant(pct_args(40, "share")), Tenant(pct_args(20, "share"))])
-    report("share 40/20", [40, 20], shares, sum(shares))
+    held = lambda s: s[0] >= 40 - TOLERANCE and s[1] >= 20 - TOLERANCE and sum(s) >= BUSY_MIN
+    shares = measure_shares(env, "share 40/20", [Tenant(pct_args(40, "share")), Tenant(pct_args(20, "share"))],
+                            [40, 20], held)
     assert shares[0] >= 40 - TOLERANCE and shares[1] >= 20 - TOLERANCE
     assert sum(shares) >= BUSY_MIN
 
 
 def test_share_is_guaranteed_against_an_unlimited_tenant(env):
     """A tenant with no --compute competes for what the limited tenants leave."""
-    _, shares = run_group(env, [Tenant(pct_args(60, "share")), Tenant([])])
-    report("share 60 + unlimited", [60, 40], shares, sum(shares))
+    shares = measure_shares(env, "share 60 + unlimited", [Tenant(pct_args(60, "share")), Tenant([])], [60, 40],
+                            lambda s: s[0] >= 60 - TOLERANCE and sum(s) >= BUSY_MIN)
     assert shares[0] >= 60 - TOLERANCE
     assert sum(shares) >= BUSY_MIN
