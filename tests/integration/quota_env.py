@@ -48,8 +48,8 @@ def quota_env(tmp_path, spec="h100-80gb", **extra):
     """The simulated devices in `spec`, with the simulator's state and gpuslice's state
     directory both private to the test, and no tenant."""
     sim, state = tmp_path / "sim", tmp_path / "state"
-    sim.mkdir(exist_ok=True)
-    state.mkdir(exist_ok=True)
+    sim.mkdir(parents=True, exist_ok=True)
+    state.mkdir(parents=True, exist_ok=True)
     env = make_sim_env(sim, spec, GPUSLICE_STATE_DIR=state, **extra)
     for k in TENANT_VARS:
         env.pop(k, None)
