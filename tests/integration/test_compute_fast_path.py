@@ -123,7 +123,7 @@ def test_a_neighbour_arriving_with_a_limit_gates_a_running_tenant_at_its_next_la
     tries = itertools.count(1)
     held = lambda got: got[0] == pytest.approx(30, abs=TOLERANCE) and got[1] == pytest.approx(70, abs=TOLERANCE)
     alone, got, after = measure_until(lambda: neighbour_joins(quota_env(tmp_path / f"try{next(tries)}")),
-                                      lambda r: held(r[1]))
+                                      lambda r: held(r[1]), label="a joined by b at 70%")
     assert alone[0][1] is False and alone[1] == set(), alone   # a ran ungated, rowless
     assert got[0] == pytest.approx(30, abs=TOLERANCE), got
     assert got[1] == pytest.approx(70, abs=TOLERANCE), got
@@ -161,7 +161,7 @@ def test_a_limit_set_live_gates_a_running_tenant_at_its_next_launch(tmp_path):
         root.mkdir()
         return limit_set_live(root)
 
-    got = measure_until(measure, lambda g: g == pytest.approx(30, abs=TOLERANCE))
+    got = measure_until(measure, lambda g: g == pytest.approx(30, abs=TOLERANCE), label="cap 30 set live")
     assert got == pytest.approx(30, abs=TOLERANCE), got
 
 

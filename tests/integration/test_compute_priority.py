@@ -43,7 +43,8 @@ def latency_held(alone, crowded, shares):
 
 
 def test_high_priority_p99_latency_holds_against_three_saturating_low_tenants(env):
-    alone, crowded, shares = measure_until(lambda: alone_then_crowded(env), lambda r: latency_held(*r))
+    alone, crowded, shares = measure_until(lambda: alone_then_crowded(env), lambda r: latency_held(*r),
+                                          label="priority high + 3 low")
     assert alone["latency_steps"] >= 200 and crowded["latency_steps"] >= 200
     # A kernel cannot complete before it has run (to within the clock's reference, ~10 us).
     assert alone["latency_p50_us"] >= 0.99 * HIGH_US
@@ -61,7 +62,7 @@ def test_low_priority_tenants_share_the_device_evenly_among_themselves(env):
         return shares
 
     even = lambda s: all(got == pytest.approx(100 / 3, abs=5) for got in s) and sum(s) >= 97
-    shares = measure_until(measure, even)
+    shares = measure_until(measure, even, label="3 low alone")
     for got in shares:
         assert got == pytest.approx(100 / 3, abs=5)
     assert sum(shares) >= 97

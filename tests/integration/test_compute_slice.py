@@ -58,7 +58,8 @@ def test_turns_last_the_slice_asked_for(tmp_path):
         print(f"\n[compute] turns of 4 ms last {short_ms:.2f} ms, of 40 ms {long_ms:.2f} ms")
         return short_ms, long_ms, [short_k, long_k]
 
-    short_ms, long_ms, kernels = measure_until(measure, lambda r: turns_held(*r))
+    short_ms, long_ms, kernels = measure_until(measure, lambda r: turns_held(*r),
+                                                label="turns of 4 and 40 ms")
     # A turn can end sooner than its slice only when its holder is starved of CPU for 2 ms and
     # looks idle (a loaded machine): a quarter off is allowed for that.
     assert 0.75 * 4 <= short_ms < 4 + 6, short_ms
