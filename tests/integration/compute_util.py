@@ -300,7 +300,7 @@ def assert_shares(env, targets, policy, tolerance=3.0, busy_min=0.0):
         return (all(abs(got - t) <= tolerance for t, got in zip(targets, shares)) and sum(shares) >= busy_min
                 and g.cpu_seconds < CPU_SHARE_MAX * g.wall_seconds)
 
-    g, shares = measure_until(measure, holds)
+    g, shares = measure_until(measure, holds, label=f"{policy} {'/'.join(f'{t:g}' for t in targets)}")
     for target, got in zip(targets, shares):
         assert abs(got - target) <= tolerance, (targets, shares)
     assert sum(shares) >= busy_min, shares
