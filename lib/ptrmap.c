@@ -3,10 +3,12 @@
 
 #include <errno.h>
 #include <sched.h>
-#include <string.h>
+#include <stddef.h>
 #include <sys/mman.h>
 
-#define KEY_BUSY GS_PTRMAP_BUSY
+#define EMPTY GS_PTRMAP_EMPTY
+#define BUSY GS_PTRMAP_BUSY
+#define MOVED GS_PTRMAP_MOVED
 #define MIN_CAP 64ULL
 
 static size_t table_bytes(uint64_t cap)
@@ -14,7 +16,10 @@ static size_t table_bytes(uint64_t cap)
   return sizeof(struct gs_ptrmap_table) + cap * sizeof(struct gs_ptrmap_entry);
 }
 
-/* mmap rather than malloc: zeroed pages, and nothing taken from the host's allocator. */
+/* mmap rather than malloc: zeroed pages (every slot EMPTY), and nothing taken from the host's
+ * allocator. */
+_Static_assert(offsetof(struct gs_ptrmap_table, slot) == 32,
+               "a slot is an index shift from the table");
 static struct gs_ptrmap_table *table_new(uint64_t want)
 {
   uint64_t cap = MIN_CAP;
@@ -29,43 +34,121 @@ static struct gs_ptrmap_table *table_new(uint64_t want)
   return t;
 }
 
-static void table_free(struct gs_ptrmap_table *t)
-{
-  munmap(t, table_bytes(t->mask + 1));
-}
-
 int gs_ptrmap_init(struct gs_ptrmap *m, uint64_t initial)
 {
   struct gs_ptrmap_table *t = table_new(initial * 2);
   if (!t)
     return -1;
   atomic_init(&m->table, t);
-  atomic_init(&m->active, 0);
-  atomic_init(&m->resizing, false);
-  m->min_mask = t->mask;
-  m->spare = NULL;
-  pthread_mutex_init(&m->resize_lock, NULL);
+  pthread_mutex_init(&m->grow_lock, NULL);
   return 0;
 }
 
 void gs_ptrmap_destroy(struct gs_ptrmap *m)
 {
-  table_free(atomic_load(&m->table));
-  if (m->spare)
-    table_free(m->spare);
-  pthread_mutex_destroy(&m->resize_lock);
+  struct gs_ptrmap_table *t = atomic_load(&m->table);
+  while (t) {
+    struct gs_ptrmap_table *older = t->older;
+    munmap(t, table_bytes(t->mask + 1));
+    t = older;
+  }
+  pthread_mutex_destroy(&m->grow_lock);
 }
 
-/* A rebuild is under way: steps back out and waits for it, then announces itself again. */
-struct gs_ptrmap_table *gs__ptrmap_enter_wait(struct gs_ptrmap *m)
+static struct gs_ptrmap_entry *next(struct gs_ptrmap_table *t, struct gs_ptrmap_entry *e)
 {
+  return &t->slot[(uint64_t) (e - t->slot + 1) & t->mask];
+}
+
+/* The slot's key once nobody holds it. */
+static uint64_t settled(struct gs_ptrmap_entry *e)
+{
+  uint64_t k;
+  while ((k = atomic_load_explicit(&e->key, memory_order_acquire)) == BUSY)
+    sched_yield();
+  return k;
+}
+
+/* t was met moving: waits until the rebuild has published its successor. */
+static struct gs_ptrmap_table *after_move(struct gs_ptrmap *m, struct gs_ptrmap_table *t)
+{
+  struct gs_ptrmap_table *n;
+  while ((n = gs__ptrmap_table(m)) == t)
+    sched_yield();
+  return n;
+}
+
+/* Lookups stop after reach probes: a put raises it before it claims a slot that far. */
+static void raise_reach(struct gs_ptrmap_table *t, uint32_t probe)
+{
+  uint32_t r = atomic_load_explicit(&t->reach, memory_order_relaxed);
+  while (probe > r &&
+         !atomic_compare_exchange_weak_explicit(&t->reach, &r, probe, memory_order_release,
+                                                memory_order_relaxed))
+    ;
+}
+
+enum put_result { PUT_DONE, PUT_MOVED, PUT_TOO_FAR };
+
+/* Into t, no further than `limit` probes from the key's home. */
+static enum put_result table_put(struct gs_ptrmap_table *t, uint64_t key, uint64_t value,
+                                 uint64_t limit)
+{
+  struct gs_ptrmap_entry *e = gs__ptrmap_home(t, key);
+  for (uint64_t p = 0; p <= limit && p <= t->mask; p++, e = next(t, e)) {
+    uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+    while (k == EMPTY) {
+      raise_reach(t, (uint32_t) p);
+      if (atomic_compare_exchange_weak_explicit(&e->key, &k, BUSY, memory_order_acquire,
+                                                memory_order_acquire)) {
+        atomic_store_explicit(&e->value, value, memory_order_relaxed);
+        atomic_store_explicit(&e->key, key, memory_order_release);
+        return PUT_DONE;
+      }
+    }
+    if (k == MOVED)
+      return PUT_MOVED;
+  }
+  return PUT_TOO_FAR;
+}
+
+/* The slot of t holding key, or NULL: absent from t, or *moved when the search met a slot
+ * already moved (search t's successor). */
+static struct gs_ptrmap_entry *find(struct gs_ptrmap_table *t, uint64_t key, bool *moved)
+{
+  struct gs_ptrmap_entry *e = gs__ptrmap_home(t, key);
+  uint32_t reach = atomic_load_explicit(&t->reach, memory_order_acquire);
+  *moved = false;
+  for (uint32_t p = 0; p <= reach; p++, e = next(t, e)) {
+    uint64_t k = settled(e);
+    if (k == key)
+      return e;
+    if (k == MOVED) {
+      *moved = true;
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+/* The slot holding key, held BUSY by the caller, in whichever table holds it now; NULL when
+ * the map does not hold key. */
+static struct gs_ptrmap_entry *hold(struct gs_ptrmap *m, uint64_t key)
+{
+  struct gs_ptrmap_table *t = gs__ptrmap_table(m);
   for (;;) {
-    atomic_fetch_sub(&m->active, 1);
-    while (atomic_load(&m->resizing))
-      sched_yield();
-    atomic_fetch_add(&m->active, 1);
-    if (!atomic_load(&m->resizing))
-      return atomic_load_explicit(&m->table, memory_order_acquire);
+    bool moved;
+    struct gs_ptrmap_entry *e = find(t, key, &moved);
+    if (e) {
+      uint64_t k = key;
+      if (atomic_compare_exchange_strong_explicit(&e->key, &k, BUSY, memory_order_acquire,
+                                                  memory_order_relaxed))
+        return e;
+      continue; /* taken or moved meanwhile: look again */
+    }
+    if (!moved)
+      return NULL;
+    t = after_move(m, t);
   }
 }
 
@@ -73,95 +156,100 @@ static uint64_t live_in(struct gs_ptrmap_table *t)
 {
   uint64_t live = 0;
   for (uint64_t i = 0; i <= t->mask; i++)
-    live += atomic_load(&t->slot[i].key) > KEY_BUSY;
+    live += atomic_load(&t->slot[i].key) > MOVED;
   return live;
 }
 
-/* A table for at least want entries: the spare one, wiped, when it is the size wanted (the
- * common case, a table full of removed entries rebuilt at its own size: no system call). */
-static struct gs_ptrmap_table *table_for(struct gs_ptrmap *m, uint64_t want)
+/* Marks every slot of `from` MOVED, copying each live one into `to` first (held meanwhile). */
+static void move_all(struct gs_ptrmap_table *from, struct gs_ptrmap_table *to)
 {
-  uint64_t cap = m->min_mask + 1;
-  while (cap < want)
-    cap <<= 1;
-  struct gs_ptrmap_table *t = m->spare;
-  if (t && t->mask + 1 == cap) {
-    m->spare = NULL;
-    memset(t->slot, 0, cap * sizeof(t->slot[0])); /* mask and shift stay: the same size */
-    atomic_store(&t->claimed, 0);
-    return t;
+  for (uint64_t i = 0; i <= from->mask; i++) {
+    struct gs_ptrmap_entry *e = &from->slot[i];
+    for (;;) {
+      uint64_t k = settled(e);
+      if (k == EMPTY) {
+        if (atomic_compare_exchange_strong(&e->key, &k, MOVED))
+          break;
+      } else if (atomic_compare_exchange_strong(&e->key, &k, BUSY)) {
+        table_put(to, k, atomic_load_explicit(&e->value, memory_order_relaxed), to->mask);
+        atomic_store_explicit(&e->key, MOVED, memory_order_release);
+        break;
+      }
+    }
   }
-  return table_new(cap);
 }
 
-/* Rebuilds the table at four times the live count (never below its first size), once no
- * operation is inside it; the old table is kept as the next rebuild's spare. */
-static int rebuild(struct gs_ptrmap *m, struct gs_ptrmap_table *full)
+/* Replaces full with a table at least twice its size and four times its live entries; does
+ * nothing when another thread replaced it first. */
+static int grow(struct gs_ptrmap *m, struct gs_ptrmap_table *full)
 {
   int rc = 0;
-  pthread_mutex_lock(&m->resize_lock);
-  if (atomic_load(&m->table) != full)
-    goto out; /* someone rebuilt it while we waited */
-  atomic_store(&m->resizing, true);
-  while (atomic_load(&m->active) != 0)
-    sched_yield();
-  struct gs_ptrmap_table *t = table_for(m, live_in(full) * 4);
-  if (!t) {
-    errno = ENOMEM;
-    rc = -1;
-  } else {
-    for (uint64_t i = 0; i <= full->mask; i++) {
-      uint64_t k = atomic_load(&full->slot[i].key);
-      if (k > KEY_BUSY)
-        gs__ptrmap_table_put(t, k, atomic_load(&full->slot[i].value));
+  pthread_mutex_lock(&m->grow_lock);
+  if (gs__ptrmap_table(m) == full) {
+    uint64_t want = 2 * (full->mask + 1), live4 = 4 * live_in(full);
+    struct gs_ptrmap_table *t = table_new(live4 > want ? live4 : want);
+    if (!t) {
+      errno = ENOMEM;
+      rc = -1;
+    } else {
+      move_all(full, t);
+      t->older = full;
+      atomic_store_explicit(&m->table, t, memory_order_release);
     }
-    atomic_store(&m->table, t);
-    if (m->spare)
-      table_free(m->spare);
-    m->spare = full;
   }
-  atomic_store(&m->resizing, false);
-out:
-  pthread_mutex_unlock(&m->resize_lock);
+  pthread_mutex_unlock(&m->grow_lock);
   return rc;
 }
 
-int gs__ptrmap_put_rebuild(struct gs_ptrmap *m, struct gs_ptrmap_table *full, uint64_t key,
-                           uint64_t value)
+int gs__ptrmap_put_slow(struct gs_ptrmap *m, uint64_t key, uint64_t value)
 {
+  struct gs_ptrmap_table *t = gs__ptrmap_table(m);
   for (;;) {
-    if (rebuild(m, full) < 0)
-      return -1;
-    full = gs__ptrmap_enter(m);
-    bool done = gs__ptrmap_table_put(full, key, value);
-    gs__ptrmap_leave(m);
-    if (done)
-      return 0;
+    switch (table_put(t, key, value, GS_PTRMAP_REACH_MAX)) {
+    case PUT_DONE: return 0;
+    case PUT_MOVED: t = after_move(m, t); break;
+    case PUT_TOO_FAR:
+      if (grow(m, t) < 0)
+        return -1;
+      t = gs__ptrmap_table(m);
+      break;
+    }
   }
+}
+
+bool gs__ptrmap_take_slow(struct gs_ptrmap *m, uint64_t key, uint64_t *value)
+{
+  struct gs_ptrmap_entry *e = hold(m, key);
+  if (!e)
+    return false;
+  *value = atomic_load_explicit(&e->value, memory_order_relaxed);
+  atomic_store_explicit(&e->key, EMPTY, memory_order_release);
+  return true;
 }
 
 bool gs_ptrmap_get(struct gs_ptrmap *m, uint64_t key, uint64_t *value)
 {
-  struct gs_ptrmap_entry *e = gs__ptrmap_table_find(gs__ptrmap_enter(m), key);
-  if (e)
-    *value = atomic_load_explicit(&e->value, memory_order_relaxed);
-  gs__ptrmap_leave(m);
-  return e != NULL;
+  struct gs_ptrmap_entry *e = hold(m, key);
+  if (!e)
+    return false;
+  *value = atomic_load_explicit(&e->value, memory_order_relaxed);
+  atomic_store_explicit(&e->key, key, memory_order_release);
+  return true;
 }
 
 bool gs_ptrmap_add(struct gs_ptrmap *m, uint64_t key, int64_t delta, uint64_t *after)
 {
-  struct gs_ptrmap_entry *e = gs__ptrmap_table_find(gs__ptrmap_enter(m), key);
-  if (e)
-    *after = atomic_fetch_add_explicit(&e->value, (uint64_t) delta, memory_order_acq_rel) +
-      (uint64_t) delta;
-  gs__ptrmap_leave(m);
-  return e != NULL;
+  struct gs_ptrmap_entry *e = hold(m, key);
+  if (!e)
+    return false;
+  uint64_t v = atomic_load_explicit(&e->value, memory_order_relaxed) + (uint64_t) delta;
+  atomic_store_explicit(&e->value, v, memory_order_relaxed);
+  atomic_store_explicit(&e->key, key, memory_order_release);
+  *after = v;
+  return true;
 }
 
 uint64_t gs_ptrmap_count(struct gs_ptrmap *m)
 {
-  uint64_t n = live_in(gs__ptrmap_enter(m));
-  gs__ptrmap_leave(m);
-  return n;
+  return live_in(gs__ptrmap_table(m));
 }

@@ -2,13 +2,27 @@
  * alloc/free bookkeeping.
  *
  * Put, get and take take no lock, make no syscall and allocate nothing in the common case:
- * one open-addressing table, claimed slot by slot with compare-and-swap. When the table is
- * half full of live and removed entries it is rebuilt at four times the live count, never
- * below its first size, into the table the last rebuild left (so that churn at a steady count
- * rebuilds with no system call); that rare step briefly holds other operations back (they
- * announce themselves in an `active` counter and wait while `resizing` is set), which is what
- * keeps every common operation a few atomic instructions with no tombstone build-up under
- * churn.
+ * one open-addressing table with linear probing, each slot claimed with compare-and-swap. A
+ * removed entry leaves its slot empty, and a put takes the first empty slot from the key's
+ * home, so churn at a steady count never fills the table with tombstones; a lookup goes no
+ * further than the longest probe any put has made into the table (its reach), so a miss costs
+ * a few probes however much churn the table has seen.
+ *
+ * A slot's key is held at BUSY by whoever changes the slot: a put while it writes the value, a
+ * take while it reads it, the rebuild while it copies it. Nothing else writes a slot, so a
+ * value read under the hold belongs to the key that was there (no ABA on the value).
+ *
+ * When a put would have to probe further than GS_PTRMAP_REACH_MAX, the table grows: under a
+ * mutex, a rebuild moves every slot into a table at least twice as large, marking each one
+ * MOVED as it goes (a live key is held BUSY, copied, then marked), and then publishes the new
+ * table. An operation that meets a MOVED or BUSY slot waits for that and starts again on the
+ * new table; one that met neither was done before its slot moved, and is carried over. Old
+ * tables are only ever marked, never reused or unmapped before gs_ptrmap_destroy, so an
+ * operation that loaded the table pointer just before a rebuild never needs announcing: no
+ * counter, no lock and no fence on the common path. They cost at most as much memory again
+ * as the current table, since each is at most half its successor.
+ *
+ * Keys 0 to 2 are reserved (device pointers, handles and host addresses never are).
  *
  * Depends on libc alone: it is linked into the interposer. */
 #ifndef GS_PTRMAP_H
@@ -19,29 +33,30 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct gs_ptrmap_entry {
-  _Atomic uint64_t key; /* 0 empty, 1 removed, 2 being written, else the pointer */
+/* 16-byte aligned, like the table's slots, so that a slot's address is one shift and one
+ * add from its index. */
+struct __attribute__((aligned(16))) gs_ptrmap_entry {
+  _Atomic uint64_t key; /* GS_PTRMAP_EMPTY, _BUSY, _MOVED, else the key */
   _Atomic uint64_t value;
 };
+_Static_assert(sizeof(struct gs_ptrmap_entry) == 16, "gs__ptrmap_home shifts by 4");
 
 struct gs_ptrmap_table {
-  uint64_t mask;            /* capacity - 1; capacity is a power of two */
-  unsigned shift;           /* 64 - log2(capacity): a key's home slot is in its hash's top bits */
-  _Atomic uint64_t claimed; /* slots no longer empty: live, removed or being written */
+  uint64_t mask;                 /* capacity - 1; capacity is a power of two */
+  unsigned shift;                /* 64 - log2(capacity): a key's home is its hash's top bits */
+  _Atomic uint32_t reach;        /* the longest probe a put has made into this table */
+  struct gs_ptrmap_table *older; /* the table this one replaced, kept until destroy */
   struct gs_ptrmap_entry slot[];
 };
 
 struct gs_ptrmap {
   _Atomic(struct gs_ptrmap_table *) table;
-  _Atomic int64_t active; /* operations inside the table right now */
-  _Atomic bool resizing;
-  uint64_t min_mask;             /* the first table's: rebuilds never go below it */
-  struct gs_ptrmap_table *spare; /* the table the last rebuild left, under resize_lock */
-  pthread_mutex_t resize_lock;
+  pthread_mutex_t grow_lock; /* one rebuild at a time */
 };
 
 /* Prepares an empty map sized for `initial` entries. Returns 0, or -1 with errno set. */
 int gs_ptrmap_init(struct gs_ptrmap *m, uint64_t initial);
+/* Unmaps every table the map has had; no operation may be under way. */
 void gs_ptrmap_destroy(struct gs_ptrmap *m);
 
 bool gs_ptrmap_get(struct gs_ptrmap *m, uint64_t key, uint64_t *value);
@@ -57,104 +72,62 @@ uint64_t gs_ptrmap_count(struct gs_ptrmap *m);
 #define GS_PTRMAP_INLINE static inline __attribute__((always_inline))
 
 #define GS_PTRMAP_EMPTY 0ULL
-#define GS_PTRMAP_GONE 1ULL
-#define GS_PTRMAP_BUSY 2ULL
+#define GS_PTRMAP_BUSY 1ULL
+#define GS_PTRMAP_MOVED 2ULL
+/* A put that would probe further grows the table instead. */
+#define GS_PTRMAP_REACH_MAX 32u
 
-/* What put and take fall back on, in ptrmap.c: waiting out a rebuild, and rebuilding a table
- * that has no room left. */
-struct gs_ptrmap_table *gs__ptrmap_enter_wait(struct gs_ptrmap *m);
-int gs__ptrmap_put_rebuild(struct gs_ptrmap *m, struct gs_ptrmap_table *full, uint64_t key,
-                           uint64_t value);
+/* The full paths, in ptrmap.c: every case the inline ones below do not finish at the key's
+ * home slot (probing on, waiting out a hold or a rebuild, growing). */
+int gs__ptrmap_put_slow(struct gs_ptrmap *m, uint64_t key, uint64_t value);
+bool gs__ptrmap_take_slow(struct gs_ptrmap *m, uint64_t key, uint64_t *value);
 
 /* A key's home slot: the top bits of the key times 2^64 / phi (Fibonacci hashing). Device
  * pointers are aligned, so their low bits carry little; the product's top bits depend on all
  * of them. */
-GS_PTRMAP_INLINE uint64_t gs__ptrmap_home(const struct gs_ptrmap_table *t, uint64_t k)
+GS_PTRMAP_INLINE struct gs_ptrmap_entry *gs__ptrmap_home(struct gs_ptrmap_table *t, uint64_t k)
 {
-  return (k * 0x9e3779b97f4a7c15ULL) >> t->shift;
+  /* Written as a byte offset: GCC then folds the slots' offset into one address computation. */
+  return (struct gs_ptrmap_entry *) ((char *) t->slot +
+                                     (((k * 0x9e3779b97f4a7c15ULL) >> t->shift) << 4));
 }
 
-/* Announces an operation; waits only while a rebuild is under way. The increment and the
- * flag check pair with the rebuilder's flag store and count check (both sequentially
- * consistent), so either the operation sees the flag or the rebuilder sees the operation. */
-GS_PTRMAP_INLINE struct gs_ptrmap_table *gs__ptrmap_enter(struct gs_ptrmap *m)
+GS_PTRMAP_INLINE struct gs_ptrmap_table *gs__ptrmap_table(struct gs_ptrmap *m)
 {
-  atomic_fetch_add(&m->active, 1);
-  if (__builtin_expect(!atomic_load(&m->resizing), 1))
-    return atomic_load_explicit(&m->table, memory_order_acquire);
-  return gs__ptrmap_enter_wait(m);
+  return atomic_load_explicit(&m->table, memory_order_acquire);
 }
 
-GS_PTRMAP_INLINE void gs__ptrmap_leave(struct gs_ptrmap *m)
-{
-  atomic_fetch_sub_explicit(&m->active, 1, memory_order_release);
-}
-
-/* Into t: true when done; false when the table should be rebuilt first (half its slots
- * claimed, or no slot free). Claims the slot before writing the value, so that two writers
- * never share one. */
-GS_PTRMAP_INLINE bool gs__ptrmap_table_put(struct gs_ptrmap_table *t, uint64_t key, uint64_t value)
-{
-  uint64_t i = gs__ptrmap_home(t, key);
-  for (uint64_t n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
-    struct gs_ptrmap_entry *e = &t->slot[i];
-    uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
-    if (k > GS_PTRMAP_GONE)
-      continue;
-    if (k == GS_PTRMAP_EMPTY &&
-        atomic_load_explicit(&t->claimed, memory_order_relaxed) * 2 >= t->mask + 1)
-      return false; /* half claimed: rebuild rather than lengthen probe chains */
-    if (!atomic_compare_exchange_strong_explicit(&e->key, &k, GS_PTRMAP_BUSY, memory_order_acquire,
-                                                 memory_order_relaxed))
-      continue;
-    if (k == GS_PTRMAP_EMPTY)
-      atomic_fetch_add_explicit(&t->claimed, 1, memory_order_relaxed);
-    atomic_store_explicit(&e->value, value, memory_order_relaxed);
-    atomic_store_explicit(&e->key, key, memory_order_release);
-    return true;
-  }
-  return false;
-}
-
-GS_PTRMAP_INLINE struct gs_ptrmap_entry *gs__ptrmap_table_find(struct gs_ptrmap_table *t,
-                                                               uint64_t key)
-{
-  uint64_t i = gs__ptrmap_home(t, key);
-  for (uint64_t p = 0; p <= t->mask; p++, i = (i + 1) & t->mask) {
-    uint64_t k = atomic_load_explicit(&t->slot[i].key, memory_order_acquire);
-    if (k == key)
-      return &t->slot[i];
-    if (k == GS_PTRMAP_EMPTY)
-      return NULL;
-  }
-  return NULL;
-}
-
-/* Records key -> value. Keys 0, 1 and 2 are reserved. Returns 0, or -1 (ENOMEM) when the
- * table must grow and cannot. */
+/* Records key -> value. Returns 0, or -1 (ENOMEM) when the table must grow and cannot. The
+ * common case: the key's home slot is empty, and is claimed at once. */
 GS_PTRMAP_INLINE int gs_ptrmap_put(struct gs_ptrmap *m, uint64_t key, uint64_t value)
 {
-  struct gs_ptrmap_table *t = gs__ptrmap_enter(m);
-  bool done = gs__ptrmap_table_put(t, key, value);
-  gs__ptrmap_leave(m);
-  return __builtin_expect(done, 1) ? 0 : gs__ptrmap_put_rebuild(m, t, key, value);
+  struct gs_ptrmap_entry *e = gs__ptrmap_home(gs__ptrmap_table(m), key);
+  uint64_t k = GS_PTRMAP_EMPTY;
+  if (__builtin_expect(atomic_compare_exchange_strong_explicit(
+                         &e->key, &k, GS_PTRMAP_BUSY, memory_order_acquire, memory_order_relaxed),
+                       1)) {
+    atomic_store_explicit(&e->value, value, memory_order_relaxed);
+    atomic_store_explicit(&e->key, key, memory_order_release);
+    return 0;
+  }
+  return gs__ptrmap_put_slow(m, key, value);
 }
 
 /* Finds and removes key; true with *value filled if it was there. Of two concurrent removers
- * of one key, the compare-and-swap lets exactly one through. */
+ * of one key, the compare-and-swap lets exactly one through. The common case: the key is in
+ * its home slot, held at once. */
 GS_PTRMAP_INLINE bool gs_ptrmap_take(struct gs_ptrmap *m, uint64_t key, uint64_t *value)
 {
-  bool ok = false;
-  struct gs_ptrmap_entry *e = gs__ptrmap_table_find(gs__ptrmap_enter(m), key);
-  if (e) {
-    uint64_t v = atomic_load_explicit(&e->value, memory_order_relaxed), k = key;
-    ok = atomic_compare_exchange_strong_explicit(&e->key, &k, GS_PTRMAP_GONE, memory_order_acq_rel,
-                                                 memory_order_relaxed);
-    if (ok)
-      *value = v;
+  struct gs_ptrmap_entry *e = gs__ptrmap_home(gs__ptrmap_table(m), key);
+  uint64_t k = key;
+  if (__builtin_expect(atomic_compare_exchange_strong_explicit(
+                         &e->key, &k, GS_PTRMAP_BUSY, memory_order_acquire, memory_order_relaxed),
+                       1)) {
+    *value = atomic_load_explicit(&e->value, memory_order_relaxed);
+    atomic_store_explicit(&e->key, GS_PTRMAP_EMPTY, memory_order_release);
+    return true;
   }
-  gs__ptrmap_leave(m);
-  return ok;
+  return gs__ptrmap_take_slow(m, key, value);
 }
 
 #endif
