@@ -59,16 +59,15 @@ static __attribute__((noinline)) CUresult alloc_v2_undo(CUresult rc, CUdeviceptr
 
 /* The common case takes the thread's lane (its GPU's, cached per thread like the current GPU),
  * charges it, calls the driver and records the allocation, keeping nothing else across the
- * call: every other case goes the full way. */
+ * call: every other case goes the full way. An open lane means the driver's cuMemAlloc_v2 was
+ * found; a null dptr is the driver's to refuse, and the charge then goes back. */
 GS_HOOK CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
   struct gs__lane *ln = gs__tls_lane;
-  __typeof__(gs__cuda.cuMemAlloc_v2) real = gs__cuda.cuMemAlloc_v2;
-  if (__builtin_expect(
-        !ln || !real || !dptr || !bytesize || !gs__running() || !gs__lane_charge(ln, bytesize), 0))
+  if (__builtin_expect(!ln || !gs__running() || !gs__lane_charge(ln, bytesize), 0))
     return alloc_v2_slow(dptr, bytesize);
-  uint64_t charge = GS_CHARGE(bytesize, ln->gpu);
-  CUresult rc = real(dptr, bytesize);
+  uint64_t charge = ln->tag | bytesize;
+  CUresult rc = gs__cuda.cuMemAlloc_v2(dptr, bytesize);
   if (__builtin_expect(rc != CUDA_SUCCESS, 0))
     return alloc_v2_undo(rc, 0, charge);
   if (__builtin_expect(gs_ptrmap_put(&gs__maps[GS_MAP_PTR], *dptr, charge) == 0, 1))
@@ -106,11 +105,19 @@ GS_HOOK CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t wid
   return gs__settle(rc, GS_MAP_PTR, rc == CUDA_SUCCESS ? *dptr : 0, charged, gpu, undo_free);
 }
 
+/* What cuMemFree_v2's common case looks at: the run state, once the maps are live and the
+ * driver's cuMemFree_v2 is known (the full path sets it); until then a word that sends every
+ * free the full way. */
+static const _Atomic uint32_t free_not_ready = GS_RUN_SUSPENDING;
+static const _Atomic uint32_t *_Atomic free_gate = &free_not_ready;
+
 static __attribute__((noinline)) CUresult free_v2_slow(CUdeviceptr dptr)
 {
   uint64_t charge = 0;
   GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemFree_v2);
+  if (atomic_load_explicit(&gs__maps_live, memory_order_acquire))
+    atomic_store_explicit(&free_gate, atomic_load(&gs__run_state), memory_order_release);
   bool ours = gs__forget(GS_MAP_PTR, dptr, &charge);
   return gs__settle_free(gs__cuda.cuMemFree_v2(dptr), GS_MAP_PTR, dptr, ours, charge);
 }
@@ -126,17 +133,15 @@ static __attribute__((noinline)) CUresult free_v2_refused(CUresult rc, CUdevicep
  * what the map does not hold goes straight to the driver. */
 GS_HOOK CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-  __typeof__(gs__cuda.cuMemFree_v2) real = gs__cuda.cuMemFree_v2;
   uint64_t charge;
-  if (__builtin_expect(
-        !real || !atomic_load_explicit(&gs__maps_live, memory_order_acquire) || !gs__running(), 0))
+  const _Atomic uint32_t *gate = atomic_load_explicit(&free_gate, memory_order_acquire);
+  if (__builtin_expect(!gs__word_is_zero(gate), 0)) /* GS_RUN_RUNNING */
     return free_v2_slow(dptr);
   if (!gs_ptrmap_take(&gs__maps[GS_MAP_PTR], dptr, &charge))
-    return real(dptr);
+    return gs__cuda.cuMemFree_v2(dptr);
   /* A charge in the map was made through its GPU's lane, which is open. */
-  gs__lane_uncharge(&gs__lanes[GS_CHARGE_GPU(charge) & (GS_LEDGER_MAX_GPUS - 1)],
-                    GS_CHARGE_BYTES(charge));
-  CUresult rc = real(dptr);
+  gs__lane_uncharge(gs__lane_of(charge), GS_CHARGE_BYTES(charge));
+  CUresult rc = gs__cuda.cuMemFree_v2(dptr);
   if (__builtin_expect(rc != CUDA_SUCCESS, 0))
     return free_v2_refused(rc, dptr, charge);
   return CUDA_SUCCESS;

@@ -225,7 +225,8 @@ static void lane_open(int gpu, struct gs_ledger_proc *p)
     .peak = &g->peak_bytes,
     .proc_used = &p->used[gpu],
     .limit = T.limits ? &T.limits->limit_bytes[gpu] : &g->limit_bytes,
-    .cap = T.peer.mem_bytes[gpu],
+    .cap = T.peer.mem_bytes[gpu] < GS_CHARGE_MAX ? T.peer.mem_bytes[gpu] : GS_CHARGE_MAX,
+    .tag = GS_CHARGE(0, gpu),
     .gpu = gpu,
   };
   atomic_store_explicit(&gs__lane_ready[gpu], true, memory_order_release);
@@ -254,6 +255,8 @@ static CUresult charge(int gpu, uint64_t bytes)
     return T.failed ? CUDA_ERROR_NOT_PERMITTED : CUDA_SUCCESS;
   if (gpu < 0 || gpu >= GS_LEDGER_MAX_GPUS)
     return CUDA_SUCCESS; /* beyond what the ledger tracks; see docs/limits */
+  if (bytes > GS_CHARGE_MAX)
+    return CUDA_ERROR_OUT_OF_MEMORY; /* more than any GPU holds, and than a map entry packs */
   struct gs_ledger_proc *p = slot();
   if (!p)
     return CUDA_ERROR_NOT_PERMITTED;

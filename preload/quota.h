@@ -20,6 +20,9 @@
 #define GS_CHARGE(bytes, gpu) (((uint64_t) (gpu) << 56) | (bytes))
 #define GS_CHARGE_BYTES(v) ((v) & ((1ULL << 56) - 1))
 #define GS_CHARGE_GPU(v) ((int) ((v) >> 56))
+/* The most one charge may be: a pebibyte less a byte, more than any GPU holds. Bits 50 to 55
+ * of an entry are therefore 0, and the entry shifted right by 50 is its GPU's lane offset. */
+#define GS_CHARGE_MAX ((1ULL << 50) - 1)
 
 enum gs_map {
   GS_MAP_PTR,    /* device pointers: cuMemAlloc*, managed, async */
@@ -45,14 +48,18 @@ bool gs__tenant_active(void);
 
 /* What charging gpu touches, once the process has a ledger slot and knows its limit there:
  * the tenant's usage and peak, the process's slot, the limit in force (the daemon's limits
- * file or the ledger) and the cap of other systems' variables (GS_LIMIT_NONE when none). Set
- * once per GPU by the first full charge; closed again in a forked child. */
-struct gs__lane {
+ * file or the ledger) and the cap of other systems' variables, never above GS_CHARGE_MAX (so
+ * that every charge the lane admits packs into a map entry). Set once per GPU by the first full
+ * charge; closed again in a forked child. One cache line each: a free finds its lane from the
+ * GPU in its charge with a shift. */
+struct __attribute__((aligned(64))) gs__lane {
   _Atomic uint64_t *used, *peak, *proc_used;
   const _Atomic uint64_t *limit;
   uint64_t cap;
+  uint64_t tag; /* GS_CHARGE(0, gpu): or'd with the bytes, the map entry's value */
   int gpu;
 };
+_Static_assert(sizeof(struct gs__lane) == 64, "gs__lane_of shifts by 6");
 extern struct gs__lane gs__lanes[GS_LEDGER_MAX_GPUS];
 /* The lane of the calling thread's current GPU, once open; NULL until then and after each
  * change of the thread's current context (gs__ctx_changed), like the current GPU. */
@@ -79,23 +86,44 @@ GS_QUOTA_INLINE struct gs__lane *gs__lane(int gpu)
     : NULL;
 }
 
+/* True when *w < v: one compare with memory on x86-64, where a load is an atomic load. For a
+ * word only looked at (the peak, raised by CAS when this says so). */
+GS_QUOTA_INLINE bool gs__word_below(const _Atomic uint64_t *w, uint64_t v)
+{
+#if defined(__x86_64__)
+  bool below;
+  __asm__ volatile("cmpq %2, %1" : "=@ccb"(below) : "m"(*w), "r"(v));
+  return below;
+#else
+  return atomic_load_explicit(w, memory_order_relaxed) < v;
+#endif
+}
+
 /* The lane's charge: one compare-and-swap against the limit, one add to the slot. False when
- * it does not fit (the full path then looks again, and may reap or refuse). */
+ * it does not fit, and for 0 bytes (the full path then looks again, and may reap or refuse). */
 GS_QUOTA_INLINE bool gs__lane_charge(struct gs__lane *ln, uint64_t bytes)
 {
   uint64_t limit = atomic_load_explicit(ln->limit, memory_order_relaxed);
-  uint64_t cur = atomic_load_explicit(ln->used, memory_order_relaxed);
+  uint64_t cur = atomic_load_explicit(ln->used, memory_order_relaxed), next;
   if (ln->cap < limit)
     limit = ln->cap;
-  while (bytes <= limit && cur <= limit - bytes)
-    if (atomic_compare_exchange_weak_explicit(ln->used, &cur, cur + bytes, memory_order_acq_rel,
-                                              memory_order_relaxed)) {
-      atomic_fetch_add_explicit(ln->proc_used, bytes, memory_order_relaxed);
-      if (__builtin_expect(cur + bytes > atomic_load_explicit(ln->peak, memory_order_relaxed), 0))
-        gs__peak_raise(ln, cur + bytes);
-      return true;
-    }
-  return false;
+  do {
+    next = cur + bytes;
+    if (next <= cur || next > limit) /* 0 bytes, a sum that wraps, or past the limit */
+      return false;
+  } while (!atomic_compare_exchange_weak_explicit(ln->used, &cur, next, memory_order_acq_rel,
+                                                  memory_order_relaxed));
+  atomic_fetch_add_explicit(ln->proc_used, bytes, memory_order_relaxed);
+  if (__builtin_expect(gs__word_below(ln->peak, next), 0))
+    gs__peak_raise(ln, next);
+  return true;
+}
+
+/* The lane a map entry's charge was made through: open, since the charge went through it.
+ * Every entry's GPU is below GS_LEDGER_MAX_GPUS and its bytes at most GS_CHARGE_MAX. */
+GS_QUOTA_INLINE struct gs__lane *gs__lane_of(uint64_t charge)
+{
+  return (struct gs__lane *) ((char *) gs__lanes + (charge >> (56 - 6)));
 }
 
 /* Charges bytes on gpu to the tenant before the driver is asked for them. CUDA_SUCCESS, or

@@ -22,7 +22,9 @@
 #define DEFAULT_WAIT_MS 120000u    /* when the limits file says nothing */
 
 static const _Atomic uint32_t always_running = GS_RUN_RUNNING;
-const _Atomic uint32_t *_Atomic gs__run_state;
+/* Until the first call finds out: not running, so that every call asks. */
+static const _Atomic uint32_t not_known = GS_RUN_SUSPENDING;
+const _Atomic uint32_t *_Atomic gs__run_state = &not_known;
 
 static uint64_t now_ns(void)
 {

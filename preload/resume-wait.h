@@ -2,7 +2,7 @@
  * (a launch, a synchronize, an allocation) first asks the node daemon to bring the tenant back
  * and waits until it runs (docs/suspend.md).
  *
- * The check is inline and costs a pointer load and one atomic load of the limits file's run
+ * The check is inline and costs a pointer load and one compare with the limits file's run
  * state while the tenant runs; only a tenant that is not running takes the call. */
 #ifndef GS_PRELOAD_RESUME_WAIT_H
 #define GS_PRELOAD_RESUME_WAIT_H
@@ -15,7 +15,8 @@
 #include <gpuslice/limits.h>
 
 /* The run state to look at: the daemon's limits file's, once known; a word that always says
- * running for a process with no limits file; NULL until the first call finds out. */
+ * running for a process with no limits file; one that says not running until the first call
+ * finds out (never NULL). */
 extern const _Atomic uint32_t *_Atomic gs__run_state;
 
 /* The slow path: finds the run state on the first call; while the tenant is suspended (or
@@ -24,12 +25,25 @@ extern const _Atomic uint32_t *_Atomic gs__run_state;
  * when the daemon could not make room for it in time (logged once). */
 CUresult gs__resume_wait_slow(void);
 
+_Static_assert(GS_RUN_RUNNING == 0, "gs__running compares the run state with 0");
+
+/* True when *w is 0: one compare with memory on x86-64, where a load is an acquire load
+ * already (an atomic load there costs a load and a test). */
+static inline bool gs__word_is_zero(const _Atomic uint32_t *w)
+{
+#if defined(__x86_64__)
+  bool zero;
+  __asm__ volatile("cmpl $0, %1" : "=@ccz"(zero) : "m"(*w));
+  return zero;
+#else
+  return atomic_load_explicit(w, memory_order_acquire) == 0;
+#endif
+}
+
 /* True while the tenant runs (or the process is no tenant), once the first call found out. */
 static inline bool gs__running(void)
 {
-  const _Atomic uint32_t *s = atomic_load_explicit(&gs__run_state, memory_order_acquire);
-  return __builtin_expect(s != NULL, 1) &&
-    atomic_load_explicit(s, memory_order_acquire) == GS_RUN_RUNNING;
+  return gs__word_is_zero(atomic_load_explicit(&gs__run_state, memory_order_acquire));
 }
 
 static inline CUresult gs__resume_wait(void)
