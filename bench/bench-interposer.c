@@ -28,6 +28,8 @@ static const char usage[] =
   "  --bytes N         size of each allocation in bytes (default 4096)\n"
   "  --live L,L,...    live allocation counts to time the pair at (default 10,1000,100000)\n"
   "  --ops OPS         which to run: all (default), launch (both launches) or pairs\n"
+  "  --paired          also time the driver's own cuLaunchKernel and alloc+free pair, batch\n"
+  "                    after batch with the linked ones in this process (ops *_driver)\n"
   "  --quick           a few small samples: checks that everything runs, measures nothing\n"
   "  -h, --help        show this help\n";
 
@@ -101,6 +103,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
     { "live", required_argument, NULL, 'L' },
     { "ops", required_argument, NULL, 'o' },
     { "quick", no_argument, NULL, 'q' },
+    { "paired", no_argument, NULL, 'P' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -127,6 +130,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
     case 'L': rc = parse_live(optarg, o); break;
     case 'o': rc = parse_ops(optarg, o); break;
     case 'q': quick(o); break;
+    case 'P': o->paired = true; break;
     case 'h': fputs(usage, stdout); return 0;
     default: return 2;
     }
@@ -161,13 +165,24 @@ static void print_results(const struct bench_opts *o, const struct bench_result 
 /* Runs every operation; n counts the results that hold samples to free. */
 static int run_all(const struct bench_opts *o, struct bench_result *res, unsigned *n)
 {
-  if ((o->ops & BENCH_OP_LAUNCH) && bench_launch(o, &res[(*n)++]) < 0)
+  struct bench_driver d;
+  if (o->paired && bench_driver_entries(&d) < 0)
     return -1;
+  if (o->ops & BENCH_OP_LAUNCH) {
+    int rc =
+      o->paired ? bench_launch_paired(o, &d, &res[*n], &res[*n + 1]) : bench_launch(o, &res[*n]);
+    *n += o->paired ? 2 : 1;
+    if (rc < 0)
+      return -1;
+  }
   if ((o->ops & BENCH_OP_PROCADDR) && bench_launch_procaddr(o, &res[(*n)++]) < 0)
     return -1;
-  for (unsigned i = 0; (o->ops & BENCH_OP_PAIRS) && i < o->nlive; i++)
-    if (bench_alloc_free(o, o->live[i], &res[(*n)++]) < 0)
+  for (unsigned i = 0; (o->ops & BENCH_OP_PAIRS) && i < o->nlive; i++) {
+    int rc = bench_alloc_free(o, o->live[i], o->paired ? &d : NULL, &res[*n], &res[*n + 1]);
+    *n += o->paired ? 2 : 1;
+    if (rc < 0)
       return -1;
+  }
   return 0;
 }
 
@@ -180,7 +195,7 @@ int main(int argc, char **argv)
                           .live = { 10, 1000, 100000 },
                           .nlive = 3,
                           .ops = BENCH_OP_ALL };
-  struct bench_result res[2 + sizeof(o.live) / sizeof(o.live[0])] = { 0 };
+  struct bench_result res[2 * (2 + sizeof(o.live) / sizeof(o.live[0]))] = { 0 };
   unsigned n = 0;
   int status = parse_options(argc, argv, &o);
   if (status >= 0)

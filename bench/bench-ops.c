@@ -109,33 +109,63 @@ static int result_init(struct bench_result *r, const char *op, unsigned calls, u
   return 0;
 }
 
-typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                              unsigned, unsigned, CUstream, void **, void **);
-
-/* A zero-length sim_busy kernel: the simulated device books an empty interval, so the stream
- * never fills its 1024-launch push buffer and no launch ever waits. A real GPU runs a
- * one-thread kernel that returns at once. `fn` is NULL for the linked cuLaunchKernel, which
- * is then called the way a linked program calls it (through the PLT). */
-static int launch_samples(const struct bench_opts *o, launch_fn fn, struct bench_result *r)
+/* One sample: a batch of zero-length sim_busy kernels, the mean ns per launch in *ns. The
+ * simulated device books an empty interval, so the stream never fills its 1024-launch push
+ * buffer and no launch ever waits. A real GPU runs a one-thread kernel that returns at once.
+ * `fn` is NULL for the linked cuLaunchKernel, which is then called the way a linked program
+ * calls it (through the PLT). */
+static int launch_batch(const struct bench_opts *o, launch_fn fn, double *ns)
 {
   uint64_t us = 0;
   void *params[] = { &us };
-  unsigned warm = warmup_rounds(o);
+  CUresult rc = CUDA_SUCCESS;
+  uint64_t t0 = now_ns();
+  if (fn)
+    for (unsigned i = 0; i < o->launch_batch && rc == CUDA_SUCCESS; i++)
+      rc = fn(G.busy, 1, 1, 1, 1, 1, 1, 0, G.stream, params, NULL);
+  else
+    for (unsigned i = 0; i < o->launch_batch && rc == CUDA_SUCCESS; i++)
+      rc = cuLaunchKernel(G.busy, 1, 1, 1, 1, 1, 1, 0, G.stream, params, NULL);
+  uint64_t t1 = now_ns();
+  BENCH_TRY(rc, "cuLaunchKernel");
+  BENCH_TRY(cuStreamSynchronize(G.stream), "cuStreamSynchronize");
+  *ns = (double) (t1 - t0) / o->launch_batch;
+  return 0;
+}
 
+static int launch_samples(const struct bench_opts *o, launch_fn fn, struct bench_result *r)
+{
+  unsigned warm = warmup_rounds(o);
   for (unsigned round = 0; round < warm + o->rounds; round++) {
-    CUresult rc = CUDA_SUCCESS;
-    uint64_t t0 = now_ns();
-    if (fn)
-      for (unsigned i = 0; i < o->launch_batch && rc == CUDA_SUCCESS; i++)
-        rc = fn(G.busy, 1, 1, 1, 1, 1, 1, 0, G.stream, params, NULL);
-    else
-      for (unsigned i = 0; i < o->launch_batch && rc == CUDA_SUCCESS; i++)
-        rc = cuLaunchKernel(G.busy, 1, 1, 1, 1, 1, 1, 0, G.stream, params, NULL);
-    uint64_t t1 = now_ns();
-    BENCH_TRY(rc, "cuLaunchKernel");
-    BENCH_TRY(cuStreamSynchronize(G.stream), "cuStreamSynchronize");
+    double ns;
+    if (launch_batch(o, fn, &ns) < 0)
+      return -1;
     if (round >= warm)
-      r->ns[round - warm] = (double) (t1 - t0) / o->launch_batch;
+      r->ns[round - warm] = ns;
+  }
+  return 0;
+}
+
+/* Samples through the linked symbol (hook) and the driver's entry (drv) in turn, the first
+ * of each round alternating, so that neither always runs on the caches the other left. */
+int bench_launch_paired(const struct bench_opts *o, const struct bench_driver *d,
+                        struct bench_result *hook, struct bench_result *drv)
+{
+  unsigned warm = warmup_rounds(o);
+  if (result_init(hook, "launch", o->launch_batch, o->rounds) < 0 ||
+      result_init(drv, "launch_driver", o->launch_batch, o->rounds) < 0)
+    return -1;
+  for (unsigned round = 0; round < warm + o->rounds; round++) {
+    double ns[2];
+    for (unsigned k = 0; k < 2; k++) {
+      unsigned which = (round + k) & 1; /* 0: the hook, 1: the driver */
+      if (launch_batch(o, which ? d->launch : NULL, &ns[which]) < 0)
+        return -1;
+    }
+    if (round >= warm) {
+      hook->ns[round - warm] = ns[0];
+      drv->ns[round - warm] = ns[1];
+    }
   }
   return 0;
 }
@@ -175,32 +205,61 @@ static void free_live(CUdeviceptr *live, size_t n)
   free(live);
 }
 
-static int pair_samples(const struct bench_opts *o, struct bench_result *r)
+/* One sample: a batch of alloc+free pairs through alloc and free_ (NULL: the linked ones),
+ * the mean ns per pair in *ns. */
+static int pair_batch(const struct bench_opts *o, const struct bench_driver *d, double *ns)
 {
-  unsigned warm = warmup_rounds(o);
-
-  for (unsigned round = 0; round < warm + o->rounds; round++) {
-    CUresult rc = CUDA_SUCCESS;
-    uint64_t t0 = now_ns();
+  CUresult rc = CUDA_SUCCESS;
+  uint64_t t0 = now_ns();
+  if (d)
+    for (unsigned i = 0; i < o->pair_batch && rc == CUDA_SUCCESS; i++) {
+      CUdeviceptr p;
+      rc = d->alloc(&p, o->alloc_bytes);
+      if (rc == CUDA_SUCCESS)
+        rc = d->free_(p);
+    }
+  else
     for (unsigned i = 0; i < o->pair_batch && rc == CUDA_SUCCESS; i++) {
       CUdeviceptr p;
       rc = cuMemAlloc_v2(&p, o->alloc_bytes);
       if (rc == CUDA_SUCCESS)
         rc = cuMemFree_v2(p);
     }
-    uint64_t t1 = now_ns();
-    BENCH_TRY(rc, "cuMemAlloc_v2/cuMemFree_v2 pair");
-    if (round >= warm)
-      r->ns[round - warm] = (double) (t1 - t0) / o->pair_batch;
+  uint64_t t1 = now_ns();
+  BENCH_TRY(rc, "cuMemAlloc_v2/cuMemFree_v2 pair");
+  *ns = (double) (t1 - t0) / o->pair_batch;
+  return 0;
+}
+
+/* Through the linked symbols only (d NULL), or paired with the driver's entries in turn, as
+ * bench_launch_paired does. */
+static int pair_samples(const struct bench_opts *o, const struct bench_driver *d,
+                        struct bench_result *hook, struct bench_result *drv)
+{
+  unsigned warm = warmup_rounds(o);
+  for (unsigned round = 0; round < warm + o->rounds; round++) {
+    double ns[2];
+    for (unsigned k = 0; k < (d ? 2u : 1u); k++) {
+      unsigned which = d ? (round + k) & 1 : 0; /* 0: the hook, 1: the driver */
+      if (pair_batch(o, which ? d : NULL, &ns[which]) < 0)
+        return -1;
+    }
+    if (round >= warm) {
+      hook->ns[round - warm] = ns[0];
+      if (d)
+        drv->ns[round - warm] = ns[1];
+    }
   }
   return 0;
 }
 
 /* An alloc+free pair while `live` other allocations are held: the interposer's pointer map
- * and the driver's allocation table both hold `live` entries while the pairs are timed. */
-int bench_alloc_free(const struct bench_opts *o, size_t live, struct bench_result *r)
+ * and the driver's allocation table both hold `live` entries while the pairs are timed. With
+ * d, paired with the driver's own entries into drv. */
+int bench_alloc_free(const struct bench_opts *o, size_t live, const struct bench_driver *d,
+                     struct bench_result *r, struct bench_result *drv)
 {
-  char op[48], what[96];
+  char op[64], what[96];
   CUdeviceptr *held = calloc(live ? live : 1, sizeof(*held));
   if (!held) {
     fprintf(stderr, "gs-bench-interposer: out of memory for %zu live allocations\n", live);
@@ -217,8 +276,11 @@ int bench_alloc_free(const struct bench_opts *o, size_t live, struct bench_resul
   }
   snprintf(op, sizeof(op), "alloc_free_live_%zu", live);
   int ret = result_init(r, op, o->pair_batch, o->rounds);
+  snprintf(op, sizeof(op), "alloc_free_live_%zu_driver", live);
+  if (ret == 0 && d)
+    ret = result_init(drv, op, o->pair_batch, o->rounds);
   if (ret == 0)
-    ret = pair_samples(o, r);
+    ret = pair_samples(o, d, r, drv);
   free_live(held, live);
   return ret;
 }

@@ -7,6 +7,7 @@
 #ifndef GS_BENCH_H
 #define GS_BENCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,7 @@ struct bench_opts {
   size_t live[8];        /* live allocation counts to measure the pair at */
   unsigned nlive;
   unsigned ops; /* BENCH_OP_* bits: which operations to run (all by default) */
+  bool paired;  /* also time the driver's own entries, in turn with the linked ones */
 };
 
 enum { BENCH_OP_LAUNCH = 1, BENCH_OP_PROCADDR = 2, BENCH_OP_PAIRS = 4, BENCH_OP_ALL = 7 };
@@ -42,11 +44,30 @@ void bench_gpu_close(void);
 /* The stream and the sim_busy kernel that bench_gpu_open set up (launch-gate-bench.c). */
 void bench_gpu_handles(CUstream *stream, CUfunction *busy);
 
+struct bench_driver;
+
 /* The timed operations. Each fills r (r->ns allocated) and returns 0, or -1 after printing
  * one line. */
 int bench_launch(const struct bench_opts *o, struct bench_result *r);
 int bench_launch_procaddr(const struct bench_opts *o, struct bench_result *r);
-int bench_alloc_free(const struct bench_opts *o, size_t live, struct bench_result *r);
+/* d: the driver's own entries, for samples paired with the linked ones (into drv); NULL for
+ * the linked ones alone (drv unused). */
+int bench_alloc_free(const struct bench_opts *o, size_t live, const struct bench_driver *d,
+                     struct bench_result *r, struct bench_result *drv);
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void **, void **);
+
+/* The driver's own entry points, past any interposer (bench-paired.c). */
+struct bench_driver {
+  launch_fn launch;
+  CUresult (*alloc)(CUdeviceptr *, size_t);
+  CUresult (*free_)(CUdeviceptr);
+};
+/* Looks them up in the loaded libcuda.so.1. Returns 0, or -1 after printing one line. */
+int bench_driver_entries(struct bench_driver *d);
+int bench_launch_paired(const struct bench_opts *o, const struct bench_driver *d,
+                        struct bench_result *hook, struct bench_result *drv);
 
 /* Prints "gs-bench-interposer: <what>: <CUresult name> (<code>)" and returns -1. */
 int bench_cu_fail(const char *what, CUresult rc);

@@ -194,10 +194,17 @@ static void log_refusal(int gpu, uint64_t bytes, const char *what)
   if (atomic_exchange(&T.refusal_logged, true))
     return;
   struct gs_ledger_gpu *g = &T.ledger->gpu[gpu];
-  GS_LOG(GS_LOG_ERROR, "tenant '%s': %s of %llu bytes on GPU %d refused: %llu of %llu bytes in use",
-         T.ledger->name, what, (unsigned long long) bytes, gpu,
-         (unsigned long long) atomic_load(&g->used_bytes),
-         (unsigned long long) effective_limit(gpu));
+  if (bytes > GS_CHARGE_MAX)
+    GS_LOG(GS_LOG_ERROR,
+           "tenant '%s': %s of %llu bytes on GPU %d refused: more than the %llu bytes one "
+           "allocation may be",
+           T.ledger->name, what, (unsigned long long) bytes, gpu,
+           (unsigned long long) GS_CHARGE_MAX);
+  else
+    GS_LOG(
+      GS_LOG_ERROR, "tenant '%s': %s of %llu bytes on GPU %d refused: %llu of %llu bytes in use",
+      T.ledger->name, what, (unsigned long long) bytes, gpu,
+      (unsigned long long) atomic_load(&g->used_bytes), (unsigned long long) effective_limit(gpu));
 }
 
 /* The charge the lane could not make, in full: it also opens the lane. */

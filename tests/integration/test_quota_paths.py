@@ -96,6 +96,22 @@ def test_refusal_is_one_line_naming_tenant_limit_usage_and_request(kind, env):
     assert r.stderr.strip() == line     # and nothing else on stderr
 
 
+@pytest.mark.parametrize("kind", ["plain", "pitch", "managed", "async"])
+def test_an_allocation_past_a_pebibyte_is_refused_before_the_driver_is_asked(kind, env):
+    """One charge is at most 2^50 - 1 bytes (what a map entry packs with its GPU); a tenant
+    with no memory limit asking for 2 PiB is refused by gpuslice with a line that says so,
+    not charged, and its next allocation is charged as usual."""
+    cmd = f"{WORKLOAD} hold --bytes 2048T --alloc {kind} </dev/null; {WORKLOAD} alloc-until-oom --chunk 64Mi"
+    r = gpuslice_run(["--compute", "50", "--name", "huge"], ["sh", "-c", cmd], env)
+    lines = refusal_lines(r.stderr)
+    assert len(lines) == 1, r.stderr
+    assert "'huge'" in lines[0] and str(2 ** 51) in lines[0], lines[0]
+    assert "more than the 1125899906842623 bytes one allocation may be" in lines[0], lines[0]
+    assert "CUDA_ERROR_OUT_OF_MEMORY" in r.stderr
+    # The second program is stopped by the device (80 GB), not by a charge left behind.
+    assert one_oom_line(r)["allocated_bytes"] > 70 * GIB
+
+
 def test_refusal_line_is_once_per_process_not_once_per_tenant(env):
     cmd = f"{WORKLOAD} alloc-until-oom --chunk 64Mi --rounds 2 && {WORKLOAD} alloc-until-oom --chunk 64Mi --rounds 2"
     r = gpuslice_run(["--vram", "1Gi", "--name", "twice"], ["sh", "-c", cmd], env)
