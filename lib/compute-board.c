@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <gpuslice/fs.h>
 #include "compute-internal.h"
@@ -151,11 +152,35 @@ int gs_board_row_release(struct gs_board *b, const char *tenant, uint64_t now)
 {
   int i = row_find(b, tenant);
   uint32_t live = GS_ROW_LIVE;
+  uint64_t turn = atomic_load(&b->turn);
+  if (i >= 0 && turn && GS_TURN_ROW(turn) == i && gs_board_holder_gone(turn))
+    gs_board_release(b, turn); /* its holder died holding it: handed back as it would have */
   if (i < 0 || gs__row_contending(b, i, now) ||
       !atomic_compare_exchange_strong(&b->row[i].state, &live, GS_ROW_FREE))
     return 0;
   gs_board_gating_update(b, now, true);
   return 1;
+}
+
+static uint64_t mono_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* A process killed in the middle of its work leaves its row looking busy for a little while
+ * (launched within two turns, or waiting within GS_WAIT_FRESH_NS): the release is tried again
+ * until that has passed. A process of the tenant that outlived the run keeps it busy, and the
+ * row then stays, to go once it is stale. */
+static void release_when_still(struct gs_board *b, const char *tenant, uint64_t now)
+{
+  const uint64_t until = now + 2 * gs_board_slice_ns(b) + GS_WAIT_FRESH_NS + 10000000ull;
+  const struct timespec pause = { 0, 10000000L };
+  while (!gs_board_row_release(b, tenant, now) && row_find(b, tenant) >= 0 && now < until) {
+    nanosleep(&pause, NULL);
+    now = mono_ns();
+  }
 }
 
 void gs_boards_release_tenant(const char *dir, const char *tenant, uint64_t now)
@@ -174,7 +199,7 @@ void gs_boards_release_tenant(const char *dir, const char *tenant, uint64_t now)
       gs_error_release(&err);
       continue;
     }
-    gs_board_row_release(b, tenant, now);
+    release_when_still(b, tenant, now);
     gs_board_close(b);
   }
   closedir(d);

@@ -172,6 +172,11 @@ static bool holder_gone(pid_t pid)
   return kill(pid, 0) < 0 && errno == ESRCH;
 }
 
+bool gs_board_holder_gone(uint64_t turn)
+{
+  return holder_gone(GS_TURN_PID(turn));
+}
+
 uint64_t gs_board_steal(struct gs_board *b, int row, pid_t pid, uint64_t now, uint64_t idle_ns)
 {
   uint64_t cur = atomic_load(&b->turn);

@@ -150,11 +150,14 @@ int gs_board_rows(struct gs_board *b);
 /* Gives back the tenant's row, unless it still competes (holds the turn, waits, or launched
  * within two turns: a process of it outlived its `gpuslice run`): for when the tenant has
  * ended, so that its limits stop gating the GPU's other tenants at once rather than once the
- * row is stale. A process that exits says it no longer competes (preload/compute-gate-turn.c).
+ * row is stale. A process that exits says it no longer competes (preload/compute-gate-turn.c);
+ * a turn the row holds whose holder has died (killed) is handed back first.
  * Returns 1 when a row was freed, 0 when the tenant had none or it still competes. */
 int gs_board_row_release(struct gs_board *b, const char *tenant, uint64_t now);
 /* Opens each board under <dir>/gpus and releases the tenant's row there; boards that cannot
- * be opened are skipped. For `gpuslice run` at its tenant's end. */
+ * be opened are skipped. For `gpuslice run` at its tenant's end. A row whose processes were
+ * killed at work looks busy for two turns more: the release waits that out (about 80 ms at
+ * the default turn) rather than leave the row gating its neighbours until it is stale. */
 void gs_boards_release_tenant(const char *dir, const char *tenant, uint64_t now);
 
 /* Whether row i, as it is now, needs the GPU's launches gated: it is live, not stale, and has
@@ -220,6 +223,8 @@ uint64_t gs_board_take(struct gs_board *b, int row, pid_t pid, uint64_t now);
 /* Gives the turn back (only if `turn` still holds it) and wakes nobody: the caller does, with
  * gs_board_wake_next. */
 bool gs_board_release(struct gs_board *b, uint64_t turn);
+/* Whether the process that holds turn has died. */
+bool gs_board_holder_gone(uint64_t turn);
 /* After the turn was given back: bumps the wake word of the row that should have it next (if
  * any waits) and returns that word for the caller to wake; NULL when nobody waits. */
 _Atomic uint32_t *gs_board_wake_next(struct gs_board *b, uint64_t now);

@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import time
 
@@ -95,6 +96,40 @@ def test_tenants_without_compute_limits_launch_ungated_and_claim_no_row(env):
     assert not needed and seen == set(), (gen, needed, seen)
     # They did run: each got device time, the two together about all of it.
     assert all(x["kernels"] > 0 for x in lines), lines
+
+
+def test_a_tenant_killed_while_busy_stops_gating_its_neighbours_at_once(env):
+    """`gpuslice run` killed with its command (SIGTERM to the process group, as a shell or a
+    job scheduler does) while the command takes turns: none of its processes is left, so its
+    row goes at once, a turn it held handed back, and the GPU's launches are ungated again at
+    once rather than once the row has been a minute stale."""
+    p = subprocess.Popen(busy("capped", ["--compute", "50"], time.monotonic_ns(), 100.0), env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        board = the_board(env)
+        wait_for(lambda: board.exists() and "capped" in rows(board) and gating(board)[1], what="capped gating")
+        time.sleep(0.5)
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 128 + signal.SIGTERM, p.stderr.read()
+    assert rows(board) == set() and gating(board)[1] is False, (rows(board), gating(board))
+
+
+def test_a_tenant_whose_process_outlives_its_run_keeps_its_row_while_it_competes(env):
+    """The run's command leaves a busy child behind and exits: that child still takes turns,
+    so the row stays (and gates) after the run ends."""
+    cmd = f"{WORKLOAD} busy --kernel-us 1000 --seconds 100 >/dev/null & sleep 1.5"
+    p = subprocess.Popen([str(GPUSLICE), "run", "--name", "left", "--compute", "50", "--", "sh", "-c", cmd], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert p.wait(timeout=30) == 0, p.stderr.read()
+        board = the_board(env)
+        assert "left" in rows(board) and gating(board)[1] is True, (rows(board), gating(board))
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
 
 
 def neighbour_joins(env):

@@ -7,6 +7,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +305,26 @@ static void test_gating_update_stores_changes_always_and_looks_only_when_differe
   assert_true(GS_GATING_NEEDED(c));
 }
 
+/* A process killed while it held the turn: the release hands the turn back for the others
+ * and frees the row once its last launch is two turns old. */
+static void test_row_release_hands_back_a_turn_whose_holder_died(void **state)
+{
+  (void) state;
+  int a = row("gone", 30, GS_COMPUTE_SHARE, GS_PRIO_NORMAL);
+  pid_t dead = fork();
+  if (dead == 0)
+    _exit(0);
+  waitpid(dead, NULL, 0);
+  uint64_t t = gs_board_take(b, a, dead, T0);
+  assert_int_not_equal(t, 0);
+  assert_true(gs_board_holder_gone(t));
+  atomic_store(&b->row[a].active_ns, 0); /* its last launch, long ago */
+  assert_int_equal(gs_board_row_release(b, "gone", T0), 1);
+  assert_int_equal(atomic_load(&b->turn), 0);
+  assert_int_equal(atomic_load(&b->row[a].state), GS_ROW_FREE);
+  assert_false(GS_GATING_NEEDED(atomic_load(&b->gating)));
+}
+
 static void test_row_release_frees_the_row_unless_it_still_competes(void **state)
 {
   (void) state;
@@ -372,6 +395,8 @@ int main(void)
     cmocka_unit_test_setup_teardown(test_gating_word_follows_the_rows_limits, setup, teardown),
     cmocka_unit_test_setup_teardown(
       test_gating_update_stores_changes_always_and_looks_only_when_different, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_row_release_hands_back_a_turn_whose_holder_died, setup,
+                                    teardown),
     cmocka_unit_test_setup_teardown(test_row_release_frees_the_row_unless_it_still_competes, setup,
                                     teardown),
     cmocka_unit_test_setup_teardown(test_busy_rows_are_the_competing_ones_and_idle_ones_are_pruned,
