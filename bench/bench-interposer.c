@@ -27,7 +27,8 @@ static const char usage[] =
   "  --pair-batch N    alloc+free pairs per sample (default 200)\n"
   "  --bytes N         size of each allocation in bytes (default 4096)\n"
   "  --live L,L,...    live allocation counts to time the pair at (default 10,1000,100000)\n"
-  "  --ops OPS         which to run: all (default), launch (both launches) or pairs\n"
+  "  --ops OPS         which to run: all (default), launch (both launches), pairs, or\n"
+  "                    calibrate (this machine's locked add and TSC read, ns each)\n"
   "  --paired          also time the driver's own cuLaunchKernel and alloc+free pair, batch\n"
   "                    after batch with the linked ones in this process (ops *_driver)\n"
   "  --quick           a few small samples: checks that everything runs, measures nothing\n"
@@ -77,8 +78,10 @@ static int parse_ops(const char *s, struct bench_opts *o)
     o->ops = BENCH_OP_LAUNCH | BENCH_OP_PROCADDR;
   else if (strcmp(s, "pairs") == 0)
     o->ops = BENCH_OP_PAIRS;
+  else if (strcmp(s, "calibrate") == 0)
+    o->ops = BENCH_OP_CALIBRATE;
   else
-    return bad("--ops", s, "want all, launch or pairs");
+    return bad("--ops", s, "want all, launch, pairs or calibrate");
   return 0;
 }
 
@@ -177,6 +180,10 @@ static int run_all(const struct bench_opts *o, struct bench_result *res, unsigne
   }
   if ((o->ops & BENCH_OP_PROCADDR) && bench_launch_procaddr(o, &res[(*n)++]) < 0)
     return -1;
+  if (o->ops & BENCH_OP_CALIBRATE) {
+    *n += 2;
+    return bench_calibrate(o, &res[*n - 2], &res[*n - 1]);
+  }
   for (unsigned i = 0; (o->ops & BENCH_OP_PAIRS) && i < o->nlive; i++) {
     int rc = bench_alloc_free(o, o->live[i], o->paired ? &d : NULL, &res[*n], &res[*n + 1]);
     *n += o->paired ? 2 : 1;

@@ -22,7 +22,7 @@ static struct {
   CUfunction busy;
 } G;
 
-static uint64_t now_ns(void)
+uint64_t bench_now_ns(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -94,7 +94,7 @@ static long count_mappings(void)
   return n;
 }
 
-static int result_init(struct bench_result *r, const char *op, unsigned calls, unsigned n)
+int bench_result_init(struct bench_result *r, const char *op, unsigned calls, unsigned n)
 {
   snprintf(r->op, sizeof(r->op), "%s", op);
   r->calls_per_sample = calls;
@@ -119,14 +119,14 @@ static int launch_batch(const struct bench_opts *o, launch_fn fn, double *ns)
   uint64_t us = 0;
   void *params[] = { &us };
   CUresult rc = CUDA_SUCCESS;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = bench_now_ns();
   if (fn)
     for (unsigned i = 0; i < o->launch_batch && rc == CUDA_SUCCESS; i++)
       rc = fn(G.busy, 1, 1, 1, 1, 1, 1, 0, G.stream, params, NULL);
   else
     for (unsigned i = 0; i < o->launch_batch && rc == CUDA_SUCCESS; i++)
       rc = cuLaunchKernel(G.busy, 1, 1, 1, 1, 1, 1, 0, G.stream, params, NULL);
-  uint64_t t1 = now_ns();
+  uint64_t t1 = bench_now_ns();
   BENCH_TRY(rc, "cuLaunchKernel");
   BENCH_TRY(cuStreamSynchronize(G.stream), "cuStreamSynchronize");
   *ns = (double) (t1 - t0) / o->launch_batch;
@@ -152,8 +152,8 @@ int bench_launch_paired(const struct bench_opts *o, const struct bench_driver *d
                         struct bench_result *hook, struct bench_result *drv)
 {
   unsigned warm = warmup_rounds(o);
-  if (result_init(hook, "launch", o->launch_batch, o->rounds) < 0 ||
-      result_init(drv, "launch_driver", o->launch_batch, o->rounds) < 0)
+  if (bench_result_init(hook, "launch", o->launch_batch, o->rounds) < 0 ||
+      bench_result_init(drv, "launch_driver", o->launch_batch, o->rounds) < 0)
     return -1;
   for (unsigned round = 0; round < warm + o->rounds; round++) {
     double ns[2];
@@ -172,7 +172,7 @@ int bench_launch_paired(const struct bench_opts *o, const struct bench_driver *d
 
 int bench_launch(const struct bench_opts *o, struct bench_result *r)
 {
-  if (result_init(r, "launch", o->launch_batch, o->rounds) < 0)
+  if (bench_result_init(r, "launch", o->launch_batch, o->rounds) < 0)
     return -1;
   return launch_samples(o, NULL, r);
 }
@@ -191,7 +191,7 @@ int bench_launch_procaddr(const struct bench_opts *o, struct bench_result *r)
             (int) status);
     return -1;
   }
-  if (result_init(r, "launch_procaddr", o->launch_batch, o->rounds) < 0)
+  if (bench_result_init(r, "launch_procaddr", o->launch_batch, o->rounds) < 0)
     return -1;
   launch_fn fn;
   memcpy(&fn, &pfn, sizeof(fn)); /* object to function pointer, as dlsym's callers do */
@@ -210,7 +210,7 @@ static void free_live(CUdeviceptr *live, size_t n)
 static int pair_batch(const struct bench_opts *o, const struct bench_driver *d, double *ns)
 {
   CUresult rc = CUDA_SUCCESS;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = bench_now_ns();
   if (d)
     for (unsigned i = 0; i < o->pair_batch && rc == CUDA_SUCCESS; i++) {
       CUdeviceptr p;
@@ -225,7 +225,7 @@ static int pair_batch(const struct bench_opts *o, const struct bench_driver *d, 
       if (rc == CUDA_SUCCESS)
         rc = cuMemFree_v2(p);
     }
-  uint64_t t1 = now_ns();
+  uint64_t t1 = bench_now_ns();
   BENCH_TRY(rc, "cuMemAlloc_v2/cuMemFree_v2 pair");
   *ns = (double) (t1 - t0) / o->pair_batch;
   return 0;
@@ -275,10 +275,10 @@ int bench_alloc_free(const struct bench_opts *o, size_t live, const struct bench
     }
   }
   snprintf(op, sizeof(op), "alloc_free_live_%zu", live);
-  int ret = result_init(r, op, o->pair_batch, o->rounds);
+  int ret = bench_result_init(r, op, o->pair_batch, o->rounds);
   snprintf(op, sizeof(op), "alloc_free_live_%zu_driver", live);
   if (ret == 0 && d)
-    ret = result_init(drv, op, o->pair_batch, o->rounds);
+    ret = bench_result_init(drv, op, o->pair_batch, o->rounds);
   if (ret == 0)
     ret = pair_samples(o, d, r, drv);
   free_live(held, live);

@@ -9,6 +9,7 @@
  * dlsym by its symbol version. Without the interposer both halves of a pair are the driver, and
  * their difference is the benchmark's own bias (about 0). */
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,5 +47,43 @@ int bench_driver_entries(struct bench_driver *d)
   memcpy(&d->launch, &launch, sizeof(d->launch));
   memcpy(&d->alloc, &alloc, sizeof(d->alloc));
   memcpy(&d->free_, &free_, sizeof(d->free_));
+  return 0;
+}
+
+/* What two instructions cost on this machine, for reading the figures: the interposer's
+ * alloc+free pair makes six locked read-modify-writes (the charge's compare-and-swap, the
+ * process slot's add and subtract, the map slot's claim and take, the tenant's subtract),
+ * and a gated launch reads the TSC once. Each sample is the mean over a batch. */
+static _Atomic uint64_t calibration_word;
+
+static double locked_batch(unsigned n)
+{
+  uint64_t t0 = bench_now_ns();
+  for (unsigned i = 0; i < n; i++)
+    atomic_fetch_add(&calibration_word, 1);
+  return (double) (bench_now_ns() - t0) / n;
+}
+
+static double tsc_batch(unsigned n)
+{
+  uint64_t sum = 0, t0 = bench_now_ns();
+#if defined(__x86_64__)
+  for (unsigned i = 0; i < n; i++)
+    sum += __builtin_ia32_rdtsc();
+#endif
+  atomic_fetch_add(&calibration_word, sum & 1); /* keeps the reads */
+  return (double) (bench_now_ns() - t0) / n;
+}
+
+int bench_calibrate(const struct bench_opts *o, struct bench_result *locked,
+                    struct bench_result *tsc)
+{
+  if (bench_result_init(locked, "locked_add", o->launch_batch, o->rounds) < 0 ||
+      bench_result_init(tsc, "tsc_read", o->launch_batch, o->rounds) < 0)
+    return -1;
+  for (unsigned i = 0; i < o->rounds; i++) {
+    locked->ns[i] = locked_batch(o->launch_batch);
+    tsc->ns[i] = tsc_batch(o->launch_batch);
+  }
   return 0;
 }

@@ -24,7 +24,13 @@ struct bench_opts {
   bool paired;  /* also time the driver's own entries, in turn with the linked ones */
 };
 
-enum { BENCH_OP_LAUNCH = 1, BENCH_OP_PROCADDR = 2, BENCH_OP_PAIRS = 4, BENCH_OP_ALL = 7 };
+enum {
+  BENCH_OP_LAUNCH = 1,
+  BENCH_OP_PROCADDR = 2,
+  BENCH_OP_PAIRS = 4,
+  BENCH_OP_ALL = 7,
+  BENCH_OP_CALIBRATE = 8
+};
 
 /* One operation's samples: each is the mean cost of one call over a batch, in ns. */
 struct bench_result {
@@ -68,6 +74,14 @@ struct bench_driver {
 int bench_driver_entries(struct bench_driver *d);
 int bench_launch_paired(const struct bench_opts *o, const struct bench_driver *d,
                         struct bench_result *hook, struct bench_result *drv);
+
+/* The machine's cost of a locked add and of a TSC read (bench-paired.c), --launch-batch per
+ * sample; not part of "all". */
+int bench_calibrate(const struct bench_opts *o, struct bench_result *locked,
+                    struct bench_result *tsc);
+/* CLOCK_MONOTONIC in ns; a result's name and sample array (bench-ops.c). */
+uint64_t bench_now_ns(void);
+int bench_result_init(struct bench_result *r, const char *op, unsigned calls, unsigned n);
 
 /* Prints "gs-bench-interposer: <what>: <CUresult name> (<code>)" and returns -1. */
 int bench_cu_fail(const char *what, CUresult rc);

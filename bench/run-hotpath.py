@@ -233,6 +233,14 @@ def time_table(node, a):
     return rows, same, raw
 
 
+def machine_costs(node):
+    """This machine's price of the two instructions the figures rest on (gs-bench-interposer
+    --ops calibrate): a locked add (the alloc+free pair makes six locked read-modify-writes)
+    and a TSC read (a gated launch makes one)."""
+    res = node.run("driver", ["--ops", "calibrate", "--rounds", "30", "--launch-batch", "100000"])
+    return {r["op"] + "_ns": statistics.median(r["samples_ns"]) for r in res}
+
+
 def verdicts(counts, times, sys_calls):
     """Each target's verdict: True met, False missed; a target whose figure this run did not
     measure (--no-time, --no-callgrind) is left out rather than called missed. The time
@@ -255,7 +263,7 @@ def verdicts(counts, times, sys_calls):
     return out
 
 
-def print_tables(counts, times, same, sys_calls, v):
+def print_tables(counts, times, same, sys_calls, machine, v):
     if counts:
         print("instructions per call (callgrind)")
         print("| op | live | mode | own (libgpuslice.so) | all, added to the driver's |")
@@ -275,6 +283,9 @@ def print_tables(counts, times, same, sys_calls, v):
         print("|---|---|---|---|---|")
         for r in sorted(same, key=lambda r: (r["op"], r["live"] or 0, MODES.index(r["mode"]))):
             print(f"| {r['op']} | {r['live'] or '-'} | {r['mode']} | {r['median_ns']:.1f} | {r['p25']:.1f}..{r['p75']:.1f} |")
+    if machine:
+        print(f"\nthis machine: a locked add {machine['locked_add_ns']:.1f} ns (an alloc+free pair makes six "
+              f"locked read-modify-writes), a TSC read {machine['tsc_read_ns']:.1f} ns (a gated launch makes one)")
     print("\nsyscalls per launch in steady state (strace): " +
           ", ".join(f"{m} {n:.4f}" for m, n in sys_calls.items()))
     print("\n" + "\n".join(f"{k}: {'met' if ok else 'MISSED'}" for k, ok in v.items()))
@@ -285,6 +296,7 @@ def main():
     node = Node(a)
     try:
         sys_calls = {m: syscalls_per_launch(node, m) for m in ("driver", "memory", "gated")}
+        machine = machine_costs(node)
         counts = [] if a.no_callgrind else instruction_table(node, a)
         times, same, raw = ([], [], []) if a.no_time else time_table(node, a)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
@@ -293,9 +305,9 @@ def main():
     finally:
         node.neighbour_off()
     v = verdicts(counts, same, sys_calls)
-    print_tables(counts, times, same, sys_calls, v)
+    print_tables(counts, times, same, sys_calls, machine, v)
     summary = {"benchmark": "hotpath", "instructions": counts, "times": times, "times_same_process": same,
-               "syscalls_per_launch": sys_calls, "verdicts": v}
+               "syscalls_per_launch": sys_calls, "machine": machine, "verdicts": v}
     out = a.build / "bench-results" / "hotpath.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(dict(summary, samples=raw), indent=1))

@@ -31,6 +31,12 @@ def test_every_linked_operation_has_a_driver_twin_sample_for_sample(tenant, env)
     assert "launch_procaddr_driver" not in got
 
 
+def test_calibrate_prices_a_locked_add_and_a_tsc_read(env):
+    got = ops(run([BENCH, "--ops", "calibrate", "--rounds", "3", "--launch-batch", "1000"], env=env))
+    assert sorted(got) == ["locked_add", "tsc_read"]
+    assert all(len(v) == 3 and all(x > 0 for x in v) for v in got.values()), got
+
+
 def test_a_bad_option_is_one_line_and_exit_2(env):
     r = run([BENCH, "--paired=yes"], env=env)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
