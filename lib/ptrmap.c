@@ -217,24 +217,26 @@ int gs__ptrmap_put_slow(struct gs_ptrmap *m, uint64_t key, uint64_t value)
   }
 }
 
-bool gs__ptrmap_take_slow(struct gs_ptrmap *m, uint64_t key, uint64_t *value)
+/* The value under key, and the slot let go as `after`: EMPTY for a take, key again for a get.
+ * False when the map does not hold key. */
+static bool read_and_let_go(struct gs_ptrmap *m, uint64_t key, uint64_t after, uint64_t *value)
 {
   struct gs_ptrmap_entry *e = hold(m, key);
   if (!e)
     return false;
   *value = atomic_load_explicit(&e->value, memory_order_relaxed);
-  atomic_store_explicit(&e->key, EMPTY, memory_order_release);
+  atomic_store_explicit(&e->key, after, memory_order_release);
   return true;
+}
+
+bool gs__ptrmap_take_slow(struct gs_ptrmap *m, uint64_t key, uint64_t *value)
+{
+  return read_and_let_go(m, key, EMPTY, value);
 }
 
 bool gs_ptrmap_get(struct gs_ptrmap *m, uint64_t key, uint64_t *value)
 {
-  struct gs_ptrmap_entry *e = hold(m, key);
-  if (!e)
-    return false;
-  *value = atomic_load_explicit(&e->value, memory_order_relaxed);
-  atomic_store_explicit(&e->key, key, memory_order_release);
-  return true;
+  return read_and_let_go(m, key, key, value);
 }
 
 bool gs_ptrmap_add(struct gs_ptrmap *m, uint64_t key, int64_t delta, uint64_t *after)
