@@ -13,8 +13,6 @@
 #include "quota.h"
 #include "real.h"
 
-/* A pause between launches after which the stream may have gone idle. */
-#define GAP_NS 20000ull
 /* How often a gate looks at the board to see how contended the GPU is. */
 #define REFRESH_NS 1000000ull
 /* The longest a waiter sleeps before looking at the board again: it is woken when its turn
@@ -30,10 +28,6 @@
 /* Launches per marker for a tenant alone on the GPU and not capped: its device time only
  * feeds its counters, and busy time between two markers is the same however far apart. */
 #define MARK_ALONE 256
-/* Markers at least this often while launching, however few the launches. */
-#define MARK_NS 500000ull
-/* How often a process tells the board it is still active. */
-#define SHARE_NS 500000ull
 /* How often a gated process has the board's gating word looked at again, so that rows gone
  * stale stop gating the GPU. */
 #define GATING_CHECK_NS 1000000000ull
@@ -207,13 +201,6 @@ static void acquire(struct gs_gate *g)
   }
 }
 
-static bool turn_good(struct gs_gate *g, uint64_t now)
-{
-  uint64_t t = atomic_load_explicit(&g->turn, memory_order_relaxed);
-  return t && now < atomic_load_explicit(&g->deadline_ns, memory_order_relaxed) &&
-    atomic_load_explicit(&g->b->turn, memory_order_relaxed) == t;
-}
-
 /* After a pause the stream may be idle: finish measuring what came before, and start a new
  * busy period with a start marker if nothing is left in flight. */
 static void after_gap(struct gs_gate *g, uint64_t now)
@@ -236,9 +223,9 @@ static bool enter_slow(struct gs_gate *g, CUstream s, bool ptsz, uint64_t now)
     now = gs__mono_ns(); /* it may have waited for the row */
   }
   refresh(g, now);
-  if (now >= atomic_load(&g->last_launch_ns) + GAP_NS)
+  if (now >= atomic_load(&g->last_launch_ns) + GS_GATE_GAP_NS)
     after_gap(g, now);
-  while (!turn_good(g, now)) {
+  while (!gs__gate_turn_good(g, now)) {
     if (atomic_load(&g->turn))
       turn_end(g, now);
     else
@@ -254,9 +241,9 @@ static bool enter_slow(struct gs_gate *g, CUstream s, bool ptsz, uint64_t now)
 uint64_t gs__gate_enter(struct gs_gate *g, CUstream s, bool ptsz)
 {
   uint64_t now = gs__gate_now();
-  if (__builtin_expect(turn_good(g, now) &&
-                         now <
-                           atomic_load_explicit(&g->last_launch_ns, memory_order_relaxed) + GAP_NS,
+  if (__builtin_expect(gs__gate_turn_good(g, now) &&
+                         now < atomic_load_explicit(&g->last_launch_ns, memory_order_relaxed) +
+                             GS_GATE_GAP_NS,
                        1))
     return now;
   gs__gate_clock_tune();
@@ -282,9 +269,9 @@ void gs__gate_leave(struct gs_gate *g, CUstream s, bool ptsz, uint64_t now)
   /* Not an atomic add: two threads that count one launch once only mark a launch later. */
   uint32_t n = atomic_load_explicit(&g->since_mark, memory_order_relaxed) + 1;
   atomic_store_explicit(&g->since_mark, n, memory_order_relaxed);
-  if (__builtin_expect(n >= g->mark_every || now >= g->last_mark_ns + MARK_NS, 0))
+  if (__builtin_expect(n >= g->mark_every || now >= g->last_mark_ns + GS_GATE_MARK_NS, 0))
     leave_slow(g, now);
-  if (__builtin_expect(now >= g->shared_ns + SHARE_NS, 0)) {
+  if (__builtin_expect(now >= g->shared_ns + GS_GATE_SHARE_NS, 0)) {
     g->shared_ns = now;
     atomic_store(&g->b->row[g->row].active_ns, now);
     gs_board_busy_mark(g->b, g->row);

@@ -16,9 +16,12 @@
  * which looks again: a neighbour that arrives with a limit, or `gpuslice set`, takes effect at
  * the next launch.
  *
- * Where gating is needed, the common case, a launch by the holder of an unexpired turn, reads
- * four words (one of them, the board's turn, shared) and the clock: no lock, no syscall, no
- * allocation. Everything else takes the gate's mutex and may wait: that is the gating.
+ * Where gating is needed, the common case, a launch by the holder of an unexpired turn that
+ * launched last within GS_GATE_GAP_NS and has no periodic work due, passes gs__gate_pass: the
+ * clock (one TSC read) and the gate's words (the board's turn is the one shared), its counters
+ * written before the jump to the driver; no lock, no syscall, no allocation, and on x86-64 no
+ * frame either (preload/hook-launch.c). Everything else takes the gate's mutex and may wait:
+ * that is the gating.
  *
  * Gating fails closed. A gate without a board row (every row taken) waits for one or has
  * its launches refused, as GPUSLICE_BOARD_FULL says; a gate that could not be made at all
@@ -81,6 +84,31 @@ struct gs_gate {
   struct gs_markers mk;
 };
 
+/* CLOCK_MONOTONIC ns, by clock_gettime. */
+uint64_t gs__mono_ns(void);
+
+/* The gate's clock (gate-clock.c): CLOCK_MONOTONIC ns from the time-stamp counter once its
+ * rate is known, else by clock_gettime. anchor and mult are set before mult is stored. */
+struct gs_gate_clock {
+  uint64_t tsc0, ns0;    /* a counter reading and the time at it */
+  _Atomic uint64_t mult; /* ns per tick, 32.32 fixed point; 0 while unknown */
+};
+extern struct gs_gate_clock gs__gate_clock;
+uint64_t gs__gate_now_slow(void);
+/* From the gate's slow paths: learns the counter's rate, and keeps it in step. */
+void gs__gate_clock_tune(void);
+
+static inline uint64_t gs__gate_now(void)
+{
+#if defined(__x86_64__)
+  uint64_t m = atomic_load_explicit(&gs__gate_clock.mult, memory_order_acquire);
+  if (__builtin_expect(m != 0, 1))
+    return gs__gate_clock.ns0 +
+      (uint64_t) (((unsigned __int128) (__builtin_ia32_rdtsc() - gs__gate_clock.tsc0) * m) >> 32);
+#endif
+  return gs__gate_now_slow();
+}
+
 /* The gate of the calling thread's current GPU, cached per thread: &gs__gate_unknown until the
  * thread first launches and after each change of its current context (gs__ctx_changed). A
  * process that is no tenant caches an always-open gate. Never NULL. */
@@ -96,6 +124,22 @@ static inline bool gs__gate_open(const struct gs_gate *g)
     atomic_load_explicit(&g->seen_gating, memory_order_relaxed) &&
     atomic_load_explicit(g->limgenp, memory_order_relaxed) ==
     atomic_load_explicit(&g->seen_limgen, memory_order_relaxed);
+}
+
+/* A pause between launches after which the stream may have gone idle. */
+#define GS_GATE_GAP_NS 20000ull
+/* Markers at least this often while launching, however few the launches. */
+#define GS_GATE_MARK_NS 500000ull
+/* How often a process tells the board it is still active. */
+#define GS_GATE_SHARE_NS 500000ull
+
+/* True while g holds the board's turn and it has not expired at now. */
+static inline __attribute__((always_inline)) bool gs__gate_turn_good(const struct gs_gate *g,
+                                                                     uint64_t now)
+{
+  uint64_t t = atomic_load_explicit(&g->turn, memory_order_relaxed);
+  return t && now < atomic_load_explicit(&g->deadline_ns, memory_order_relaxed) &&
+    atomic_load_explicit(&g->b->turn, memory_order_relaxed) == t;
 }
 
 /* After gs__gate_open said no: the gate the launch must pass, or NULL when the launch goes
@@ -115,6 +159,38 @@ static inline struct gs_gate *gs__gate_closed(struct gs_gate *g)
         atomic_load_explicit(&g->seen_limgen, memory_order_relaxed))
     return g;
   return gs__gate_decide(g);
+}
+
+/* The gated launch's fast path, after gs__gate_open said no: true when g is closed and nothing
+ * it depends on has moved, the process holds an unexpired turn, it launched last within
+ * GS_GATE_GAP_NS (its stream is still busy) and none of the gate's periodic work is due (a
+ * marker, telling the board it is active). The launch is then counted here, as
+ * gs__gate_leave would count it after, so that the hook can jump to the driver: a launch the
+ * driver refuses is counted too, which at worst records a marker early. On false the hook
+ * takes the whole path (gs__gate_closed, gs__gate_enter, the launch, gs__gate_leave). One
+ * clock read, no store but the gate's own counters. */
+static inline __attribute__((always_inline)) bool gs__gate_pass(struct gs_gate *g, CUstream s,
+                                                                bool ptsz)
+{
+  if (atomic_load_explicit(&g->open, memory_order_relaxed) ||
+      atomic_load_explicit(g->gatingp, memory_order_relaxed) !=
+        atomic_load_explicit(&g->seen_gating, memory_order_relaxed) ||
+      atomic_load_explicit(g->limgenp, memory_order_relaxed) !=
+        atomic_load_explicit(&g->seen_limgen, memory_order_relaxed))
+    return false;
+  uint64_t now = gs__gate_now();
+  uint32_t n = atomic_load_explicit(&g->since_mark, memory_order_relaxed) + 1;
+  if (!gs__gate_turn_good(g, now) ||
+      now >= atomic_load_explicit(&g->last_launch_ns, memory_order_relaxed) + GS_GATE_GAP_NS ||
+      n >= g->mark_every || now >= g->last_mark_ns + GS_GATE_MARK_NS ||
+      now >= g->shared_ns + GS_GATE_SHARE_NS)
+    return false;
+  atomic_store_explicit(&g->last_stream, s, memory_order_relaxed);
+  atomic_store_explicit(&g->last_ptsz, ptsz, memory_order_relaxed);
+  atomic_store_explicit(&g->last_launch_ns, now, memory_order_relaxed);
+  /* Not an atomic add: two threads that count one launch once only mark a launch later. */
+  atomic_store_explicit(&g->since_mark, n, memory_order_relaxed);
+  return true;
 }
 
 /* With mu held, as the gate opens: charges what the markers measured and gives back a turn
@@ -146,31 +222,6 @@ uint64_t gs__marker_collect(struct gs_markers *m, int keep);
 static inline bool gs__marker_idle(const struct gs_markers *m)
 {
   return m->count == 0;
-}
-
-/* CLOCK_MONOTONIC ns, by clock_gettime. */
-uint64_t gs__mono_ns(void);
-
-/* The gate's clock (gate-clock.c): CLOCK_MONOTONIC ns from the time-stamp counter once its
- * rate is known, else by clock_gettime. anchor and mult are set before mult is stored. */
-struct gs_gate_clock {
-  uint64_t tsc0, ns0;    /* a counter reading and the time at it */
-  _Atomic uint64_t mult; /* ns per tick, 32.32 fixed point; 0 while unknown */
-};
-extern struct gs_gate_clock gs__gate_clock;
-uint64_t gs__gate_now_slow(void);
-/* From the gate's slow paths: learns the counter's rate, and keeps it in step. */
-void gs__gate_clock_tune(void);
-
-static inline uint64_t gs__gate_now(void)
-{
-#if defined(__x86_64__)
-  uint64_t m = atomic_load_explicit(&gs__gate_clock.mult, memory_order_acquire);
-  if (__builtin_expect(m != 0, 1))
-    return gs__gate_clock.ns0 +
-      (uint64_t) (((unsigned __int128) (__builtin_ia32_rdtsc() - gs__gate_clock.tsc0) * m) >> 32);
-#endif
-  return gs__gate_now_slow();
 }
 
 #endif

@@ -69,3 +69,23 @@ def test_lone_share_tenant_is_counted_and_never_throttled(env):
     assert d["gpu_ns"] == pytest.approx(true_gpu_ns(line), rel=GPU_NS_TOLERANCE)
     # Nobody else wanted the device: a share tenant never waits at the gate for nothing.
     assert d["throttled_ns"] <= 0.01 * line["wall_seconds"] * 1e9, d
+
+
+@pytest.mark.parametrize("launch", ["plain", "ex", "coop", "graph"])
+def test_lone_share_tenant_launching_short_kernels_is_counted_on_every_launch_path(env, launch):
+    """Kernels of 20 us, four in flight: most launches come within the gate's gap of the one
+    before, while the tenant holds its turn, and take the gate's fast path, which counts them
+    before jumping to the driver (preload/hook-launch.c); the device time charged must still
+    be the kernels'."""
+    tenants = [Tenant(["--name", "a"] + pct_args(50, "share"), ["--launch", launch], kernel_us=20, wrap=WAIT)]
+    g = Group(env, tenants, window=3.0).start()
+    try:
+        [line] = g.read_lines()
+        [d] = [read_ledger(env, "a")["gpu"][0]]
+        g.finish()
+    finally:
+        g.kill()
+    print(f"\n[compute] lone share tenant, 20 us kernels, {launch}: gpu_ns {d['gpu_ns']} "
+          f"vs true {int(true_gpu_ns(line))} ({line['kernels']} kernels)")
+    assert line["kernels"] > 10000
+    assert d["gpu_ns"] == pytest.approx(true_gpu_ns(line), rel=GPU_NS_TOLERANCE)
