@@ -75,8 +75,11 @@ def test_lone_share_tenant_is_counted_and_never_throttled(env):
 def test_lone_share_tenant_launching_short_kernels_is_counted_on_every_launch_path(env, launch):
     """Kernels of 20 us, four in flight: most launches come within the gate's gap of the one
     before, while the tenant holds its turn, and take the gate's fast path, which counts them
-    before jumping to the driver (preload/hook-launch.c); the device time charged must still
-    be the kernels'."""
+    before jumping to the driver (preload/hook-launch.c). A launch passed uncounted would go
+    unmeasured: the device time charged is never less than the kernels' (their own events).
+    Nor is it more than the run's wall time. Between the two: the gate counts a stream idle
+    for less than its gap (20 us) as busy, which on a quiet machine is within 1% here, and
+    when the simulator's device thread is starved of CPU (a loaded host) far more."""
     tenants = [Tenant(["--name", "a"] + pct_args(50, "share"), ["--launch", launch], kernel_us=20, wrap=WAIT)]
     g = Group(env, tenants, window=3.0).start()
     try:
@@ -85,7 +88,9 @@ def test_lone_share_tenant_launching_short_kernels_is_counted_on_every_launch_pa
         g.finish()
     finally:
         g.kill()
-    print(f"\n[compute] lone share tenant, 20 us kernels, {launch}: gpu_ns {d['gpu_ns']} "
-          f"vs true {int(true_gpu_ns(line))} ({line['kernels']} kernels)")
+    events_ns = line["kernel_seconds"] * 1e9
+    print(f"\n[compute] lone share tenant, 20 us kernels, {launch}: gpu_ns {d['gpu_ns']}, the kernels' "
+          f"events {events_ns:.0f}, wall {line['wall_seconds'] * 1e9:.0f} ({line['kernels']} kernels)")
     assert line["kernels"] > 10000
-    assert d["gpu_ns"] == pytest.approx(true_gpu_ns(line), rel=GPU_NS_TOLERANCE)
+    assert d["gpu_ns"] >= (1 - GPU_NS_TOLERANCE) * events_ns
+    assert d["gpu_ns"] <= (1 + GPU_NS_TOLERANCE) * line["wall_seconds"] * 1e9
