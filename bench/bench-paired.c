@@ -51,9 +51,9 @@ int bench_driver_entries(struct bench_driver *d)
 }
 
 /* What two instructions cost on this machine, for reading the figures: the interposer's
- * alloc+free pair makes six locked read-modify-writes (the charge's compare-and-swap, the
- * process slot's add and subtract, the map slot's claim and take, the tenant's subtract),
- * and a gated launch reads the TSC once. Each sample is the mean over a batch. */
+ * alloc+free pair makes four locked read-modify-writes (the charge's compare-and-swap, the
+ * map slot's claim and take, the tenant's subtract; the process's part goes to the thread's
+ * own ledger slot unlocked), and a gated launch reads the TSC once. Each sample is the mean over a batch. */
 static _Atomic uint64_t calibration_word;
 
 static double locked_batch(unsigned n)

@@ -235,7 +235,7 @@ def time_table(node, a):
 
 def machine_costs(node):
     """This machine's price of the two instructions the figures rest on (gs-bench-interposer
-    --ops calibrate): a locked add (the alloc+free pair makes six locked read-modify-writes)
+    --ops calibrate): a locked add (the alloc+free pair makes four locked read-modify-writes)
     and a TSC read (a gated launch makes one)."""
     res = node.run("driver", ["--ops", "calibrate", "--rounds", "30", "--launch-batch", "100000"])
     return {r["op"] + "_ns": statistics.median(r["samples_ns"]) for r in res}
@@ -284,7 +284,7 @@ def print_tables(counts, times, same, sys_calls, machine, v):
         for r in sorted(same, key=lambda r: (r["op"], r["live"] or 0, MODES.index(r["mode"]))):
             print(f"| {r['op']} | {r['live'] or '-'} | {r['mode']} | {r['median_ns']:.1f} | {r['p25']:.1f}..{r['p75']:.1f} |")
     if machine:
-        print(f"\nthis machine: a locked add {machine['locked_add_ns']:.1f} ns (an alloc+free pair makes six "
+        print(f"\nthis machine: a locked add {machine['locked_add_ns']:.1f} ns (an alloc+free pair makes four "
               f"locked read-modify-writes), a TSC read {machine['tsc_read_ns']:.1f} ns (a gated launch makes one)")
     print("\nsyscalls per launch in steady state (strace): " +
           ", ".join(f"{m} {n:.4f}" for m, n in sys_calls.items()))

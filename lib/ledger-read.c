@@ -49,9 +49,25 @@ static const struct gs__shm_layout ledger_v2 = {
   GS_LEDGER_V2_SIZE,
 };
 
+/* A version-3 ledger: the same bytes as this version's, without thread slots. */
+static const struct gs__shm_layout ledger_v3 = {
+  "tenant ledger",
+  GS_LEDGER_MAGIC,
+  GS_LEDGER_V3,
+  sizeof(struct gs_ledger),
+};
+
 static bool is_v2(const struct gs__shm_header *h)
 {
   return h->version == ledger_v2.version && h->size == ledger_v2.size;
+}
+
+/* The layout of the ledger whose header is h, of those a reader outside the tenant reads. */
+static const struct gs__shm_layout *layout_of(const struct gs__shm_header *h)
+{
+  if (is_v2(h))
+    return &ledger_v2;
+  return h->version == GS_LEDGER_V3 ? &ledger_v3 : &gs__ledger_shm;
 }
 
 static int read_head(int fd, const char *what, uid_t uid, union ledger_head *h, uid_t *owner,
@@ -70,7 +86,7 @@ static int read_head(int fd, const char *what, uid_t uid, union ledger_head *h, 
   if ((size_t) n != HEAD_BYTES)
     return gs_make_error(err, 0, "'%s' is too short for a tenant ledger", what);
   *owner = st.st_uid;
-  return gs__shm_check(&h->header, is_v2(&h->header) ? &ledger_v2 : &gs__ledger_shm, what, err);
+  return gs__shm_check(&h->header, layout_of(&h->header), what, err);
 }
 
 static void copy_gpu(struct gs_ledger_copy_gpu *c, const union ledger_head *h, int g)

@@ -182,13 +182,56 @@ int gs_ledger_remove(const char *dir, const char *name, gs_error_t *err)
 
 /* ---- process slots ---- */
 
+/* How many slots from proc[0] may be live: the ledger's own count where it keeps one. */
+static int slots_in_use(struct gs_ledger *l)
+{
+  uint32_t used = atomic_load(&l->slots_used);
+  if (!(used & GS_SLOTS_KNOWN))
+    return GS_LEDGER_MAX_PROCS;
+  used &= ~GS_SLOTS_KNOWN;
+  return used < GS_LEDGER_MAX_PROCS ? (int) used : GS_LEDGER_MAX_PROCS;
+}
+
+static bool same_process(const struct gs_ledger_proc *a, const struct gs_ledger_proc *b)
+{
+  return a->pid == b->pid && a->start_time == b->start_time;
+}
+
+/* Adds what p held to held[] and empties p. */
+static void slot_take(struct gs_ledger_proc *p, uint64_t held[GS_LEDGER_MAX_GPUS])
+{
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    held[g] += atomic_exchange(&p->used[g], 0);
+}
+
+/* The most thread slots drained with their process's slot: more than any interposer claims
+ * (GS_THREAD_SLOTS_MAX); any beyond are given back later, as orphans. */
+#define THREAD_SLOTS_DRAINED 64
+
+/* Empties p, which this caller holds in REAPING, and the thread slots of its process, and gives
+ * the sum back to the tenant at once: a thread slot alone may be below what its thread holds
+ * (memory it freed that another thread had allocated), so each slot given back by itself would
+ * leave the tenant's usage too low for a moment. */
 static void slot_drain(struct gs_ledger *l, struct gs_ledger_proc *p)
 {
-  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++) {
-    uint64_t held = atomic_exchange(&p->used[g], 0);
-    if (held)
-      atomic_fetch_sub(&l->gpu[g].used_bytes, held);
+  uint64_t held[GS_LEDGER_MAX_GPUS] = { 0 };
+  struct gs_ledger_proc *taken[THREAD_SLOTS_DRAINED];
+  int n = 0;
+  for (int i = 0, end = slots_in_use(l); i < end && n < THREAD_SLOTS_DRAINED; i++) {
+    struct gs_ledger_proc *t = &l->proc[i];
+    uint32_t thread = GS_SLOT_THREAD;
+    if (t != p && atomic_load(&t->state) == GS_SLOT_THREAD && same_process(t, p) &&
+        atomic_compare_exchange_strong(&t->state, &thread, GS_SLOT_REAPING))
+      taken[n++] = t;
   }
+  slot_take(p, held);
+  for (int i = 0; i < n; i++)
+    slot_take(taken[i], held);
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    if (held[g])
+      atomic_fetch_sub(&l->gpu[g].used_bytes, held[g]);
+  for (int i = 0; i < n; i++)
+    atomic_store(&taken[i]->state, GS_SLOT_FREE);
   atomic_store(&p->state, GS_SLOT_FREE);
 }
 
@@ -202,24 +245,52 @@ static bool slot_reap_if(struct gs_ledger *l, struct gs_ledger_proc *p, bool dea
   return true;
 }
 
-/* How many slots from proc[0] may be live: the ledger's own count where it keeps one. */
-static int slots_in_use(struct gs_ledger *l)
+/* True when a slot other than t, live or being reaped, is t's process's: t is given back
+ * with it. */
+static bool has_owner(struct gs_ledger *l, const struct gs_ledger_proc *t, int end)
 {
-  uint32_t used = atomic_load(&l->slots_used);
-  if (!(used & GS_SLOTS_KNOWN))
-    return GS_LEDGER_MAX_PROCS;
-  used &= ~GS_SLOTS_KNOWN;
-  return used < GS_LEDGER_MAX_PROCS ? (int) used : GS_LEDGER_MAX_PROCS;
+  for (int i = 0; i < end; i++) {
+    const struct gs_ledger_proc *p = &l->proc[i];
+    uint32_t state = atomic_load(&p->state);
+    if (p != t && (state == GS_SLOT_LIVE || state == GS_SLOT_REAPING) && same_process(p, t))
+      return true;
+  }
+  return false;
+}
+
+/* Gives back a thread slot by itself. */
+static bool thread_reap(struct gs_ledger *l, struct gs_ledger_proc *t)
+{
+  uint32_t thread = GS_SLOT_THREAD;
+  if (!atomic_compare_exchange_strong(&t->state, &thread, GS_SLOT_REAPING))
+    return false;
+  uint64_t held[GS_LEDGER_MAX_GPUS] = { 0 };
+  slot_take(t, held);
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    if (held[g])
+      atomic_fetch_sub(&l->gpu[g].used_bytes, held[g]);
+  atomic_store(&t->state, GS_SLOT_FREE);
+  return true;
+}
+
+/* A thread slot whose process is dead and has no slot of its own left (it ended while one of
+ * its threads was still claiming): nothing else will give it back. */
+static bool orphan_reap_if(struct gs_ledger *l, struct gs_ledger_proc *t, int end)
+{
+  return !gs_proc_alive(t->pid, t->start_time) && !has_owner(l, t, end) && thread_reap(l, t);
 }
 
 int gs_ledger_reap(struct gs_ledger *l)
 {
-  int n = 0;
-  for (int i = 0, end = slots_in_use(l); i < end; i++) {
+  int n = 0, end = slots_in_use(l);
+  for (int i = 0; i < end; i++) {
     struct gs_ledger_proc *p = &l->proc[i];
     if (atomic_load(&p->state) == GS_SLOT_LIVE)
       n += slot_reap_if(l, p, !gs_proc_alive(p->pid, p->start_time));
   }
+  for (int i = 0; i < end; i++)
+    if (atomic_load(&l->proc[i].state) == GS_SLOT_THREAD)
+      n += orphan_reap_if(l, &l->proc[i], end);
   return n;
 }
 
@@ -232,15 +303,11 @@ static void note_slot_used(struct gs_ledger *l, int i)
     ;
 }
 
-struct gs_ledger_proc *gs_ledger_claim(struct gs_ledger *l, pid_t pid, uint64_t start_time)
+/* A free slot for (pid, start_time), empty, in state (live or thread); NULL when none is free
+ * even after reaping. */
+static struct gs_ledger_proc *slot_claim(struct gs_ledger *l, pid_t pid, uint64_t start_time,
+                                         uint32_t state)
 {
-  /* A live slot with our own identity was claimed by the image that exec replaced; exec
-   * destroyed that image's contexts, so what it held is free again. */
-  for (int i = 0; i < GS_LEDGER_MAX_PROCS; i++) {
-    struct gs_ledger_proc *p = &l->proc[i];
-    if (atomic_load(&p->state) == GS_SLOT_LIVE && p->pid == pid)
-      slot_reap_if(l, p, p->start_time == start_time);
-  }
   for (int pass = 0; pass < 2; pass++) {
     for (int i = 0; i < GS_LEDGER_MAX_PROCS; i++) {
       struct gs_ledger_proc *p = &l->proc[i];
@@ -252,12 +319,35 @@ struct gs_ledger_proc *gs_ledger_claim(struct gs_ledger *l, pid_t pid, uint64_t 
       for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
         atomic_store(&p->used[g], 0);
       note_slot_used(l, i);
-      atomic_store(&p->state, GS_SLOT_LIVE);
+      atomic_store(&p->state, state);
       return p;
     }
     gs_ledger_reap(l);
   }
   return NULL;
+}
+
+struct gs_ledger_proc *gs_ledger_claim(struct gs_ledger *l, pid_t pid, uint64_t start_time)
+{
+  /* A live slot with our own identity was claimed by the image that exec replaced; exec
+   * destroyed that image's contexts, so what it held is free again. */
+  for (int i = 0; i < GS_LEDGER_MAX_PROCS; i++) {
+    struct gs_ledger_proc *p = &l->proc[i];
+    if (atomic_load(&p->state) == GS_SLOT_LIVE && p->pid == pid)
+      slot_reap_if(l, p, p->start_time == start_time);
+  }
+  for (int i = 0; i < GS_LEDGER_MAX_PROCS; i++) {
+    struct gs_ledger_proc *t = &l->proc[i];
+    if (atomic_load(&t->state) == GS_SLOT_THREAD && t->pid == pid && t->start_time == start_time)
+      thread_reap(l, t); /* the old image's, left without its process's slot */
+  }
+  return slot_claim(l, pid, start_time, GS_SLOT_LIVE);
+}
+
+struct gs_ledger_proc *gs_ledger_claim_thread(struct gs_ledger *l,
+                                              const struct gs_ledger_proc *owner)
+{
+  return slot_claim(l, owner->pid, owner->start_time, GS_SLOT_THREAD);
 }
 
 void gs_ledger_unclaim(struct gs_ledger *l, struct gs_ledger_proc *p)

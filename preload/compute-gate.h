@@ -144,8 +144,8 @@ static inline __attribute__((always_inline)) bool gs__gate_turn_good(const struc
 
 /* After gs__gate_open said no: the gate the launch must pass, or NULL when the launch goes
  * straight to the driver (the process is no tenant, or the gate is open after all, having
- * looked again). Finds the thread's gate when g is &gs__gate_unknown. A GPU that cannot be gated has a gate
- * without a board, which refuses every launch (the reason is logged once). */
+ * looked again). Finds the thread's gate when g is &gs__gate_unknown. A GPU that cannot be
+ * gated has a gate without a board, which refuses every launch (the reason is logged once). */
 struct gs_gate *gs__gate_decide(struct gs_gate *g);
 
 /* After gs__gate_open said no: g itself when it is closed and nothing has moved (the launch

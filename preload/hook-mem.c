@@ -43,7 +43,10 @@ static __attribute__((noinline)) CUresult alloc_v2_slow(CUdeviceptr *dptr, size_
   if (!dptr || bytesize == 0)
     return gs__cuda.cuMemAlloc_v2(dptr, bytesize);
   CUresult rc = alloc_tracked(dptr, bytesize, "cuMemAlloc", plain, 0);
-  gs__tls_lane = gs__lane(gs__current_gpu());
+  struct gs__lane *ln = gs__lane(gs__current_gpu());
+  if (ln && !gs__tls.used)
+    gs__thread_slot_want();
+  gs__tls.lane = gs__tls.used ? ln : NULL; /* the fast path charges the thread's own slot */
   return rc;
 }
 
@@ -63,9 +66,10 @@ static __attribute__((noinline)) CUresult alloc_v2_undo(CUresult rc, CUdeviceptr
  * found; a null dptr is the driver's to refuse, and the charge then goes back. */
 GS_HOOK CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-  struct gs__lane *ln = gs__tls_lane;
-  if (__builtin_expect(!ln || !gs__running() || !gs__lane_charge(ln, bytesize), 0))
+  struct gs__lane *ln = gs__tls.lane;
+  if (__builtin_expect(!ln || !gs__running() || !gs__lane_take(ln, bytesize), 0))
     return alloc_v2_slow(dptr, bytesize);
+  gs__own_add(&gs__tls.used[ln->gpu], bytesize); /* a thread with a lane has a slot */
   uint64_t charge = ln->tag | bytesize;
   CUresult rc = gs__cuda.cuMemAlloc_v2(dptr, bytesize);
   if (__builtin_expect(rc != CUDA_SUCCESS, 0))
@@ -105,19 +109,17 @@ GS_HOOK CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t wid
   return gs__settle(rc, GS_MAP_PTR, rc == CUDA_SUCCESS ? *dptr : 0, charged, gpu, undo_free);
 }
 
-/* What cuMemFree_v2's common case looks at: the run state, once the maps are live and the
- * driver's cuMemFree_v2 is known (the full path sets it); until then a word that sends every
- * free the full way. */
-static const _Atomic uint32_t free_not_ready = GS_RUN_SUSPENDING;
-static const _Atomic uint32_t *_Atomic free_gate = &free_not_ready;
-
 static __attribute__((noinline)) CUresult free_v2_slow(CUdeviceptr dptr)
 {
   uint64_t charge = 0;
   GS_RESUMED_OR_RETURN();
   GS_REAL_OR_FAIL(cuMemFree_v2);
-  if (atomic_load_explicit(&gs__maps_live, memory_order_acquire))
-    atomic_store_explicit(&free_gate, atomic_load(&gs__run_state), memory_order_release);
+  if (atomic_load_explicit(&gs__maps_live, memory_order_acquire)) {
+    if (!gs__tls.used)
+      gs__thread_slot_want();
+    if (gs__tls.used) /* the fast path gives back to the thread's own slot */
+      gs__tls.free_gate = atomic_load(&gs__run_state);
+  }
   bool ours = gs__forget(GS_MAP_PTR, dptr, &charge);
   return gs__settle_free(gs__cuda.cuMemFree_v2(dptr), GS_MAP_PTR, dptr, ours, charge);
 }
@@ -134,13 +136,15 @@ static __attribute__((noinline)) CUresult free_v2_refused(CUresult rc, CUdevicep
 GS_HOOK CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
   uint64_t charge;
-  const _Atomic uint32_t *gate = atomic_load_explicit(&free_gate, memory_order_acquire);
-  if (__builtin_expect(!gs__word_is_zero(gate), 0)) /* GS_RUN_RUNNING */
+  if (__builtin_expect(!gs__word_is_zero(gs__tls.free_gate), 0)) /* GS_RUN_RUNNING */
     return free_v2_slow(dptr);
   if (!gs_ptrmap_take(&gs__maps[GS_MAP_PTR], dptr, &charge))
     return gs__cuda.cuMemFree_v2(dptr);
-  /* A charge in the map was made through its GPU's lane, which is open. */
-  gs__lane_uncharge(gs__lane_of(charge), GS_CHARGE_BYTES(charge));
+  /* A charge in the map was made through its GPU's lane, which is open; a thread past the
+   * gate has a slot of its own. */
+  uint64_t bytes = GS_CHARGE_BYTES(charge);
+  gs__own_sub(&gs__tls.used[GS_CHARGE_GPU(charge)], bytes);
+  atomic_fetch_sub_explicit(gs__lane_of(charge)->used, bytes, memory_order_acq_rel);
   CUresult rc = gs__cuda.cuMemFree_v2(dptr);
   if (__builtin_expect(rc != CUDA_SUCCESS, 0))
     return free_v2_refused(rc, dptr, charge);

@@ -37,7 +37,6 @@ struct gs_ptrmap gs__maps[GS_MAP_COUNT];
 _Atomic bool gs__maps_live;
 struct gs__lane gs__lanes[GS_LEDGER_MAX_GPUS];
 _Atomic bool gs__lane_ready[GS_LEDGER_MAX_GPUS];
-__thread struct gs__lane *gs__tls_lane __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -56,13 +55,13 @@ static void after_fork_in_child(void)
 {
   for (int i = 0; i < GS_LEDGER_MAX_GPUS; i++)
     atomic_store(&gs__lane_ready[i], false);
-  gs__tls_lane = NULL; /* the one thread a child has */
   atomic_store(&T.slot, NULL);
   for (int i = 0; i < GS_MAP_COUNT; i++) {
     gs_ptrmap_destroy(&gs__maps[i]);
     gs_ptrmap_init(&gs__maps[i], 1024);
   }
   pthread_mutex_init(&slot_lock, NULL);
+  gs__thread_slot_after_fork();
   gs__ctx_after_fork();
   gs__pool_after_fork();
 }
@@ -366,10 +365,17 @@ int gs__current_gpu_slow(void)
   return dev;
 }
 
+void gs__thread_slot_want(void)
+{
+  struct gs_ledger *l = ledger();
+  if (l)
+    gs__thread_slot_open(l, slot());
+}
+
 void gs__ctx_changed(void)
 {
   gs__tls_gpu = 0;
-  gs__tls_lane = NULL;
+  gs__tls.lane = NULL;
   gs__gate_tls = &gs__gate_unknown;
 }
 

@@ -61,13 +61,37 @@ struct __attribute__((aligned(64))) gs__lane {
 };
 _Static_assert(sizeof(struct gs__lane) == 64, "gs__lane_of shifts by 6");
 extern struct gs__lane gs__lanes[GS_LEDGER_MAX_GPUS];
-/* The lane of the calling thread's current GPU, once open; NULL until then and after each
- * change of the thread's current context (gs__ctx_changed), like the current GPU. */
-extern __thread struct gs__lane *gs__tls_lane __attribute__((tls_model("initial-exec")));
+/* What the allocation and free fast paths of a thread read, in one thread-local block. */
+struct gs__tls_fast {
+  /* The lane of the thread's current GPU, once open and the thread has a slot of its own;
+   * NULL until then and after each change of the thread's current context (gs__ctx_changed),
+   * like the current GPU. */
+  struct gs__lane *lane;
+  /* The thread's own ledger slot's used[] (a word per GPU), or NULL (thread-slot.c). */
+  _Atomic uint64_t *used;
+  /* What cuMemFree_v2's fast path looks at: the run state once the maps are live, the
+   * driver's cuMemFree_v2 is known and the thread has a slot of its own; until then a word
+   * that sends every free of the thread the full way. */
+  const _Atomic uint32_t *free_gate;
+};
+extern __thread struct gs__tls_fast gs__tls __attribute__((tls_model("initial-exec")));
+/* What free_gate is until then: a run state that is not "running". */
+extern const _Atomic uint32_t gs__free_not_ready;
 extern _Atomic bool gs__lane_ready[GS_LEDGER_MAX_GPUS];
 /* The maps, and whether they are up: true once the process is attached to its tenant. */
 extern struct gs_ptrmap gs__maps[GS_MAP_COUNT];
 extern _Atomic bool gs__maps_live;
+
+/* A thread with a slot of its own charges it with plain stores, any other its process's slot
+ * through the lane, with locked instructions (thread-slot.c). The most slots of their own a
+ * process's threads hold; the others share the process's. */
+#define GS_THREAD_SLOTS_MAX 8
+/* Claims the calling thread a slot of its own, once, if one is left: owner is its process's. */
+void gs__thread_slot_open(struct gs_ledger *l, const struct gs_ledger_proc *owner);
+/* gs__thread_slot_open for this process's tenant, once it has its slot. */
+void gs__thread_slot_want(void);
+/* In a forked child: it has no thread slots (they are the parent's). */
+void gs__thread_slot_after_fork(void);
 
 /* The full paths behind the inline ones: everything the lane does not cover (no tenant yet
  * or at all, a GPU beyond the ledger, the limit reached: reaping, pools, the refusal). */
@@ -99,9 +123,42 @@ GS_QUOTA_INLINE bool gs__word_below(const _Atomic uint64_t *w, uint64_t v)
 #endif
 }
 
-/* The lane's charge: one compare-and-swap against the limit, one add to the slot. False when
- * it does not fit, and for 0 bytes (the full path then looks again, and may reap or refuse). */
-GS_QUOTA_INLINE bool gs__lane_charge(struct gs__lane *ln, uint64_t bytes)
+/* Adds d (wrapping) to a word only the calling thread writes: no locked instruction, and on
+ * x86-64 one instruction, whose 64-bit store a reader elsewhere never sees torn. */
+GS_QUOTA_INLINE void gs__own_add(_Atomic uint64_t *w, uint64_t d)
+{
+#if defined(__x86_64__)
+  __asm__("addq %1, %0" : "+m"(*w) : "r"(d));
+#else
+  atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) + d, memory_order_relaxed);
+#endif
+}
+
+/* Subtracts d (wrapping) from such a word. */
+GS_QUOTA_INLINE void gs__own_sub(_Atomic uint64_t *w, uint64_t d)
+{
+#if defined(__x86_64__)
+  __asm__("subq %1, %0" : "+m"(*w) : "r"(d));
+#else
+  atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) - d, memory_order_relaxed);
+#endif
+}
+
+/* What the process holds on the lane's GPU moves by d: in the thread's own slot when it has
+ * one, else in the process's. */
+GS_QUOTA_INLINE void gs__slot_move(struct gs__lane *ln, uint64_t d)
+{
+  _Atomic uint64_t *mine = gs__tls.used;
+  if (__builtin_expect(mine != NULL, 1))
+    gs__own_add(&mine[ln->gpu], d);
+  else
+    atomic_fetch_add_explicit(ln->proc_used, d, memory_order_relaxed);
+}
+
+/* The tenant's part of a lane's charge: one compare-and-swap against the limit, and the peak.
+ * False when it does not fit, and for 0 bytes (the full path then looks again, and may reap or
+ * refuse). */
+GS_QUOTA_INLINE bool gs__lane_take(struct gs__lane *ln, uint64_t bytes)
 {
   uint64_t limit = atomic_load_explicit(ln->limit, memory_order_relaxed);
   uint64_t cur = atomic_load_explicit(ln->used, memory_order_relaxed), next;
@@ -113,9 +170,17 @@ GS_QUOTA_INLINE bool gs__lane_charge(struct gs__lane *ln, uint64_t bytes)
       return false;
   } while (!atomic_compare_exchange_weak_explicit(ln->used, &cur, next, memory_order_acq_rel,
                                                   memory_order_relaxed));
-  atomic_fetch_add_explicit(ln->proc_used, bytes, memory_order_relaxed);
   if (__builtin_expect(gs__word_below(ln->peak, next), 0))
     gs__peak_raise(ln, next);
+  return true;
+}
+
+/* The lane's charge: gs__lane_take, then one add to the process's or the thread's slot. */
+GS_QUOTA_INLINE bool gs__lane_charge(struct gs__lane *ln, uint64_t bytes)
+{
+  if (!gs__lane_take(ln, bytes))
+    return false;
+  gs__slot_move(ln, bytes);
   return true;
 }
 
@@ -152,7 +217,7 @@ void gs__charge_force(int gpu, uint64_t bytes);
 
 GS_QUOTA_INLINE void gs__lane_uncharge(struct gs__lane *ln, uint64_t bytes)
 {
-  atomic_fetch_sub_explicit(ln->proc_used, bytes, memory_order_relaxed);
+  gs__slot_move(ln, -bytes);
   atomic_fetch_sub_explicit(ln->used, bytes, memory_order_acq_rel);
 }
 

@@ -22,7 +22,11 @@
 #include <gpuslice/error.h>
 
 #define GS_LEDGER_MAGIC 0x4753544e414e5431ULL /* "GSTNANT1" */
-#define GS_LEDGER_VERSION 3
+/* Version 4: a process's threads may hold slots of their own (GS_SLOT_THREAD), which only a
+ * reaper that knows them gives back; the layout is version 3's. */
+#define GS_LEDGER_VERSION 4
+/* Version 3, read by readers outside the tenant: the same bytes, with no thread slots. */
+#define GS_LEDGER_V3 3
 /* The size of a version-2 ledger: version 3 only added struct gs_ledger_resume at its end, so
  * a reader outside the tenant still reads one (a tenant started by an older gpuslice). */
 #define GS_LEDGER_V2_SIZE 149504
@@ -68,7 +72,13 @@ struct gs_ledger_compute {
     slice_ms; /* asks the tenant's GPUs for exclusive turns of this length; 0: default */
 };
 
-enum { GS_SLOT_FREE = 0, GS_SLOT_CLAIMING, GS_SLOT_LIVE, GS_SLOT_REAPING };
+/* A slot's state. A live slot is a process's; a thread slot belongs to one thread of a process
+ * with a live slot (the same pid and start time), so that the thread charges it with plain
+ * stores rather than locked instructions (the other threads share the process's slot). Memory
+ * allocated on one thread and freed on another leaves one slot above and the other below what
+ * the process holds: only their sum is meaningful, and a reaper gives back a dead process's
+ * slots together, as one sum. */
+enum { GS_SLOT_FREE = 0, GS_SLOT_CLAIMING, GS_SLOT_LIVE, GS_SLOT_REAPING, GS_SLOT_THREAD };
 
 struct gs_ledger_proc {
   _Atomic uint32_t state;
@@ -188,7 +198,12 @@ int gs_ledger_remove(const char *dir, const char *name, gs_error_t *err);
 
 /* The process's slot: claims a free one for (pid, start_time). NULL when all are taken. */
 struct gs_ledger_proc *gs_ledger_claim(struct gs_ledger *l, pid_t pid, uint64_t start_time);
-/* Frees the slot and gives its memory back to the tenant. */
+/* A slot for one thread of the process whose live slot is owner, NULL when all are taken. It
+ * is given back with owner's, by gs_ledger_unclaim or a reaper; only its thread writes it. */
+struct gs_ledger_proc *gs_ledger_claim_thread(struct gs_ledger *l,
+                                              const struct gs_ledger_proc *owner);
+/* Frees the slot, and the thread slots of its process, and gives their memory back to the
+ * tenant. */
 void gs_ledger_unclaim(struct gs_ledger *l, struct gs_ledger_proc *p);
 
 /* Takes bytes on gpu against the limit: 0, or -1 when it would exceed the limit. */

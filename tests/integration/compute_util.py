@@ -1,5 +1,5 @@
 """Helpers for the compute-share tests (test_compute_*.py): a reader for the tenant ledger
-(struct gs_ledger, version 2, in include/gpuslice/tenant-ledger.h), the compute board's layout
+(struct gs_ledger, version 4, in include/gpuslice/tenant-ledger.h), the compute board's layout
 (struct gs_board, version 3, in include/gpuslice/compute.h), and saturating or paced tenants that start
 together on the simulated GPU and report the device time they got inside one common window.
 
@@ -22,9 +22,9 @@ import pytest
 from quota_env import GPUSLICE, json_lines, state_dir
 from wl_run import WORKLOAD
 
-# struct gs_ledger, version 3 (include/gpuslice/tenant-ledger.h); the offsets are pinned by `size`.
+# struct gs_ledger, version 4 (include/gpuslice/tenant-ledger.h); the offsets are pinned by `size`.
 LEDGER_MAGIC = 0x4753544E414E5431
-LEDGER_VERSION = 3
+LEDGER_VERSION = 4
 LEDGER_SIZE = 149536
 LEDGER_MAX_GPUS = 16
 _HEAD = struct.Struct("<QII64s1024siIQQQ")       # magic .. context_reserve_bytes

@@ -339,6 +339,120 @@ static void test_read_fd_sees_changes_through_one_descriptor(void **state)
 
 /* The resume block (version 3) reads back, alone and with the rest; a version-2 ledger, of a
  * tenant an older gpuslice started, still reads, without it. */
+/* A pid no process has, with a start time no process had: a dead process's identity. */
+#define DEAD_PID (getpid() + 100000)
+#define DEAD_START 5
+
+/* What a thread does to its own slot: writes it, alone. */
+static void thread_moves(struct gs_ledger *l, struct gs_ledger_proc *t, int64_t bytes)
+{
+  atomic_fetch_add(&t->used[0], (uint64_t) bytes);
+  atomic_fetch_add(&l->gpu[0].used_bytes, (uint64_t) bytes);
+}
+
+/* One thread allocated 200 MiB, another freed 100 MiB of it: one thread slot is below zero.
+ * The dead process's slots go back together, as one sum, and a live process's stay. */
+static void test_a_dead_process_gives_back_its_thread_slots_with_its_own(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("threads", 1000 * MIB);
+  struct gs_ledger_proc *dead = gs_ledger_claim(l, DEAD_PID, DEAD_START);
+  assert_int_equal(gs_ledger_reserve(l, dead, 0, 300 * MIB), 0);
+  struct gs_ledger_proc *t1 = gs_ledger_claim_thread(l, dead),
+                        *t2 = gs_ledger_claim_thread(l, dead);
+  assert_non_null(t1);
+  assert_non_null(t2);
+  assert_int_equal(atomic_load(&t1->state), GS_SLOT_THREAD);
+  assert_int_equal(t1->pid, DEAD_PID);
+  assert_int_equal(t1->start_time, DEAD_START);
+  thread_moves(l, t1, (int64_t) (200 * MIB));
+  thread_moves(l, t2, -(int64_t) (100 * MIB));
+  uint64_t start = gs_proc_start_time(getpid());
+  struct gs_ledger_proc *alive = gs_ledger_claim(l, getpid(), start);
+  struct gs_ledger_proc *alive_t = gs_ledger_claim_thread(l, alive);
+  thread_moves(l, alive_t, (int64_t) (50 * MIB));
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 450 * MIB);
+  assert_int_equal(gs_ledger_reap(l), 1);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 50 * MIB);
+  assert_int_equal(atomic_load(&dead->state), GS_SLOT_FREE);
+  assert_int_equal(atomic_load(&t1->state), GS_SLOT_FREE);
+  assert_int_equal(atomic_load(&t2->state), GS_SLOT_FREE);
+  assert_int_equal(atomic_load(&t2->used[0]), 0);
+  assert_int_equal(atomic_load(&alive_t->state), GS_SLOT_THREAD);
+  /* The process's own end gives back its thread slots too. */
+  gs_ledger_unclaim(l, alive);
+  assert_int_equal(atomic_load(&alive_t->state), GS_SLOT_FREE);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 0);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "threads", NULL);
+}
+
+/* A thread slot left without its process's slot (the process ended while a thread was still
+ * claiming) goes back once the process is dead, and not before. */
+static void test_an_orphan_thread_slot_goes_back_once_its_process_is_dead(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("orphans", 1000 * MIB);
+  uint64_t start = gs_proc_start_time(getpid());
+  struct gs_ledger_proc *dead = gs_ledger_claim(l, DEAD_PID, DEAD_START);
+  struct gs_ledger_proc *alive = gs_ledger_claim(l, getpid(), start);
+  struct gs_ledger_proc *dead_t = gs_ledger_claim_thread(l, dead);
+  struct gs_ledger_proc *alive_t = gs_ledger_claim_thread(l, alive);
+  thread_moves(l, dead_t, (int64_t) (70 * MIB));
+  thread_moves(l, alive_t, (int64_t) (30 * MIB));
+  atomic_store(&dead->state, GS_SLOT_FREE); /* their processes' own slots are gone */
+  atomic_store(&alive->state, GS_SLOT_FREE);
+  assert_int_equal(gs_ledger_reap(l), 1);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 30 * MIB);
+  assert_int_equal(atomic_load(&dead_t->state), GS_SLOT_FREE);
+  assert_int_equal(atomic_load(&alive_t->state), GS_SLOT_THREAD);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "orphans", NULL);
+}
+
+/* exec: the new image's claim drops the old image's thread slots, with or without its slot. */
+static void test_reclaim_by_the_same_process_drops_its_old_thread_slots(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("exec-threads", 1000 * MIB);
+  uint64_t start = gs_proc_start_time(getpid());
+  struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), start);
+  struct gs_ledger_proc *t = gs_ledger_claim_thread(l, p);
+  thread_moves(l, t, (int64_t) (300 * MIB));
+  struct gs_ledger_proc *q = gs_ledger_claim(l, getpid(), start);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 0);
+  assert_int_equal(atomic_load(&t->state), GS_SLOT_FREE);
+  t = gs_ledger_claim_thread(l, q);
+  thread_moves(l, t, (int64_t) (200 * MIB));
+  atomic_store(&q->state, GS_SLOT_FREE); /* an image that ended without its slot */
+  struct gs_ledger_proc *r = gs_ledger_claim(l, getpid(), start);
+  assert_non_null(r);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 0);
+  assert_int_equal(atomic_load(&t->state), GS_SLOT_FREE);
+  gs_ledger_unclaim(l, r);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "exec-threads", NULL);
+}
+
+/* A reader outside the tenant sees a process once, however many thread slots it holds. */
+static void test_read_procs_lists_a_process_once_with_its_thread_slots(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("listed", 1000);
+  gs_error_t err = NULL;
+  struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), gs_proc_start_time(getpid()));
+  assert_non_null(gs_ledger_claim_thread(l, p));
+  assert_non_null(gs_ledger_claim_thread(l, p));
+  int fd = gs_ledger_read_open(dir, "listed", &err);
+  struct gs_ledger_pid out[4];
+  assert_int_equal(gs_ledger_read_procs(fd, out, 4, &err), 1);
+  assert_int_equal(out[0].pid, getpid());
+  close(fd);
+  gs_ledger_unclaim(l, p);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "listed", NULL);
+}
+
 static void test_read_copy_takes_the_resume_block_and_version_2_ledgers(void **state)
 {
   (void) state;
@@ -371,7 +485,7 @@ static void test_read_copy_takes_the_resume_block_and_version_2_ledgers(void **s
   assert_int_equal(c.resume.requests, 0);
   assert_string_equal(c.name, "resumed");
   assert_int_equal(gs_ledger_read_resume(fd, &r), -1);
-  /* A version-3 ledger cut to version 2's size is no ledger. */
+  /* A ledger of this version cut to version 2's size is no ledger. */
   close(fd);
   fd = open(path, O_RDWR);
   uint32_t header[2] = { GS_LEDGER_VERSION, (uint32_t) sizeof(struct gs_ledger) };
@@ -379,6 +493,12 @@ static void test_read_copy_takes_the_resume_block_and_version_2_ledgers(void **s
   assert_int_equal(gs_ledger_read_fd(fd, "resumed", geteuid(), &c, &err), -1);
   assert_non_null(strstr(err->msg, "too short"));
   gs_error_release(&err);
+  /* Version 3, as the gpuslice before thread slots made it, at its full size: read. */
+  assert_int_equal(ftruncate(fd, (off_t) sizeof(struct gs_ledger)), 0);
+  header[0] = GS_LEDGER_V3;
+  assert_int_equal(pwrite(fd, header, sizeof(header), 8), (ssize_t) sizeof(header));
+  assert_int_equal(gs_ledger_read_fd(fd, "resumed", geteuid(), &c, &err), 0);
+  assert_int_equal(c.version, GS_LEDGER_V3);
   close(fd);
   gs_ledger_remove(dir, "resumed", NULL);
 }
@@ -498,6 +618,10 @@ int main(void)
     cmocka_unit_test(test_sixteen_processes_never_exceed_the_quota),
     cmocka_unit_test(test_killed_process_memory_returns_to_the_tenant),
     cmocka_unit_test(test_reclaim_by_the_same_process_drops_its_old_slot),
+    cmocka_unit_test(test_a_dead_process_gives_back_its_thread_slots_with_its_own),
+    cmocka_unit_test(test_an_orphan_thread_slot_goes_back_once_its_process_is_dead),
+    cmocka_unit_test(test_reclaim_by_the_same_process_drops_its_old_thread_slots),
+    cmocka_unit_test(test_read_procs_lists_a_process_once_with_its_thread_slots),
     cmocka_unit_test(test_percent_limit_resolves_against_the_device),
     cmocka_unit_test(test_live_tenant_name_cannot_be_taken_twice),
     cmocka_unit_test(test_foreign_or_corrupt_files_give_clear_errors),
