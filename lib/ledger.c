@@ -204,6 +204,14 @@ static void slot_take(struct gs_ledger_proc *p, uint64_t held[GS_LEDGER_MAX_GPUS
     held[g] += atomic_exchange(&p->used[g], 0);
 }
 
+/* Takes held[] off the tenant's usage. */
+static void give_back(struct gs_ledger *l, const uint64_t held[GS_LEDGER_MAX_GPUS])
+{
+  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
+    if (held[g])
+      atomic_fetch_sub(&l->gpu[g].used_bytes, held[g]);
+}
+
 /* The most thread slots drained with their process's slot: more than any interposer claims
  * (GS_THREAD_SLOTS_MAX); any beyond are given back later, as orphans. */
 #define THREAD_SLOTS_DRAINED 64
@@ -227,9 +235,7 @@ static void slot_drain(struct gs_ledger *l, struct gs_ledger_proc *p)
   slot_take(p, held);
   for (int i = 0; i < n; i++)
     slot_take(taken[i], held);
-  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
-    if (held[g])
-      atomic_fetch_sub(&l->gpu[g].used_bytes, held[g]);
+  give_back(l, held);
   for (int i = 0; i < n; i++)
     atomic_store(&taken[i]->state, GS_SLOT_FREE);
   atomic_store(&p->state, GS_SLOT_FREE);
@@ -266,9 +272,7 @@ static bool thread_reap(struct gs_ledger *l, struct gs_ledger_proc *t)
     return false;
   uint64_t held[GS_LEDGER_MAX_GPUS] = { 0 };
   slot_take(t, held);
-  for (int g = 0; g < GS_LEDGER_MAX_GPUS; g++)
-    if (held[g])
-      atomic_fetch_sub(&l->gpu[g].used_bytes, held[g]);
+  give_back(l, held);
   atomic_store(&t->state, GS_SLOT_FREE);
   return true;
 }
@@ -303,13 +307,13 @@ static void note_slot_used(struct gs_ledger *l, int i)
     ;
 }
 
-/* A free slot for (pid, start_time), empty, in state (live or thread); NULL when none is free
- * even after reaping. */
+/* A free slot among the first `end` for (pid, start_time), empty, in state (live or thread);
+ * NULL when none is free even after reaping. */
 static struct gs_ledger_proc *slot_claim(struct gs_ledger *l, pid_t pid, uint64_t start_time,
-                                         uint32_t state)
+                                         uint32_t state, int end)
 {
   for (int pass = 0; pass < 2; pass++) {
-    for (int i = 0; i < GS_LEDGER_MAX_PROCS; i++) {
+    for (int i = 0; i < end; i++) {
       struct gs_ledger_proc *p = &l->proc[i];
       uint32_t free_ = GS_SLOT_FREE;
       if (!atomic_compare_exchange_strong(&p->state, &free_, GS_SLOT_CLAIMING))
@@ -341,13 +345,13 @@ struct gs_ledger_proc *gs_ledger_claim(struct gs_ledger *l, pid_t pid, uint64_t 
     if (atomic_load(&t->state) == GS_SLOT_THREAD && t->pid == pid && t->start_time == start_time)
       thread_reap(l, t); /* the old image's, left without its process's slot */
   }
-  return slot_claim(l, pid, start_time, GS_SLOT_LIVE);
+  return slot_claim(l, pid, start_time, GS_SLOT_LIVE, GS_LEDGER_MAX_PROCS);
 }
 
 struct gs_ledger_proc *gs_ledger_claim_thread(struct gs_ledger *l,
                                               const struct gs_ledger_proc *owner)
 {
-  return slot_claim(l, owner->pid, owner->start_time, GS_SLOT_THREAD);
+  return slot_claim(l, owner->pid, owner->start_time, GS_SLOT_THREAD, GS_LEDGER_THREAD_SLOTS);
 }
 
 void gs_ledger_unclaim(struct gs_ledger *l, struct gs_ledger_proc *p)

@@ -32,6 +32,9 @@
 #define GS_LEDGER_V2_SIZE 149504
 #define GS_LEDGER_MAX_GPUS 16
 #define GS_LEDGER_MAX_PROCS 1024
+/* Thread slots are only ever the first half of the slots: a tenant always has room for 512
+ * processes, however many threads of theirs hold slots. */
+#define GS_LEDGER_THREAD_SLOTS (GS_LEDGER_MAX_PROCS / 2)
 #define GS_LEDGER_NAME_MAX 64
 #define GS_LEDGER_LABELS_MAX 1024
 #define GS_LIMIT_NONE UINT64_MAX
@@ -198,8 +201,9 @@ int gs_ledger_remove(const char *dir, const char *name, gs_error_t *err);
 
 /* The process's slot: claims a free one for (pid, start_time). NULL when all are taken. */
 struct gs_ledger_proc *gs_ledger_claim(struct gs_ledger *l, pid_t pid, uint64_t start_time);
-/* A slot for one thread of the process whose live slot is owner, NULL when all are taken. It
- * is given back with owner's, by gs_ledger_unclaim or a reaper; only its thread writes it. */
+/* A slot for one thread of the process whose live slot is owner, among the first
+ * GS_LEDGER_THREAD_SLOTS; NULL when all of those are taken. It is given back with owner's, by
+ * gs_ledger_unclaim or a reaper; only its thread writes it. */
 struct gs_ledger_proc *gs_ledger_claim_thread(struct gs_ledger *l,
                                               const struct gs_ledger_proc *owner);
 /* Frees the slot, and the thread slots of its process, and gives their memory back to the

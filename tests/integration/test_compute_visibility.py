@@ -19,10 +19,24 @@ def env(tmp_path):
     return quota_env(tmp_path)
 
 
-def started(env, specs, window=5.0):
+def started(env, specs, window=5.0, busy=(), kernel_us=1000):
     """Tenants named a, b, ... started together; each waits after its workload."""
-    tenants = [Tenant(["--name", chr(ord("a") + i)] + opts, wrap=WAIT) for i, opts in enumerate(specs)]
+    tenants = [Tenant(["--name", chr(ord("a") + i)] + opts, busy, kernel_us=kernel_us, wrap=WAIT)
+               for i, opts in enumerate(specs)]
     return Group(env, tenants, window=window).start()
+
+
+def lone(env, opts, **kw):
+    """One tenant, a, run to its end (started's keywords): its workload's line and its ledger's
+    GPU 0, read before its `gpuslice run` ends."""
+    g = started(env, [opts], **kw)
+    try:
+        [line] = g.read_lines()
+        [d] = [read_ledger(env, "a")["gpu"][0]]
+        g.finish()
+    finally:
+        g.kill()
+    return line, d
 
 
 def sleep_until_ns(t):
@@ -59,13 +73,7 @@ def test_ledger_counts_device_time_and_throttling_of_capped_tenants(env):
 
 
 def test_lone_share_tenant_is_counted_and_never_throttled(env):
-    g = started(env, [pct_args(50, "share")], window=3.0)
-    try:
-        [line] = g.read_lines()
-        [d] = [read_ledger(env, "a")["gpu"][0]]
-        g.finish()
-    finally:
-        g.kill()
+    line, d = lone(env, pct_args(50, "share"), window=3.0)
     assert d["gpu_ns"] == pytest.approx(true_gpu_ns(line), rel=GPU_NS_TOLERANCE)
     # Nobody else wanted the device: a share tenant never waits at the gate for nothing.
     assert d["throttled_ns"] <= 0.01 * line["wall_seconds"] * 1e9, d
@@ -80,14 +88,7 @@ def test_lone_share_tenant_launching_short_kernels_is_counted_on_every_launch_pa
     Nor is it more than the run's wall time. Between the two: the gate counts a stream idle
     for less than its gap (20 us) as busy, which on a quiet machine is within 1% here, and
     when the simulator's device thread is starved of CPU (a loaded host) far more."""
-    tenants = [Tenant(["--name", "a"] + pct_args(50, "share"), ["--launch", launch], kernel_us=20, wrap=WAIT)]
-    g = Group(env, tenants, window=3.0).start()
-    try:
-        [line] = g.read_lines()
-        [d] = [read_ledger(env, "a")["gpu"][0]]
-        g.finish()
-    finally:
-        g.kill()
+    line, d = lone(env, pct_args(50, "share"), window=3.0, busy=["--launch", launch], kernel_us=20)
     events_ns = line["kernel_seconds"] * 1e9
     print(f"\n[compute] lone share tenant, 20 us kernels, {launch}: gpu_ns {d['gpu_ns']}, the kernels' "
           f"events {events_ns:.0f}, wall {line['wall_seconds'] * 1e9:.0f} ({line['kernels']} kernels)")

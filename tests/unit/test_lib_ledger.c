@@ -434,6 +434,25 @@ static void test_reclaim_by_the_same_process_drops_its_old_thread_slots(void **s
   gs_ledger_remove(dir, "exec-threads", NULL);
 }
 
+/* Thread slots take at most the first half of the table: the rest stays for processes. */
+static void test_thread_slots_leave_half_the_slots_to_processes(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("crowded", 1000);
+  struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), gs_proc_start_time(getpid()));
+  int threads = 0;
+  while (gs_ledger_claim_thread(l, p))
+    threads++;
+  assert_int_equal(threads, GS_LEDGER_THREAD_SLOTS - 1); /* p itself is one of the first */
+  for (int i = 0; i < GS_LEDGER_MAX_PROCS - GS_LEDGER_THREAD_SLOTS; i++) {
+    struct gs_ledger_proc *q = gs_ledger_claim(l, getpid() + 200000 + i, 7);
+    assert_non_null(q);
+    assert_true(q - l->proc >= GS_LEDGER_THREAD_SLOTS);
+  }
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "crowded", NULL);
+}
+
 /* A reader outside the tenant sees a process once, however many thread slots it holds. */
 static void test_read_procs_lists_a_process_once_with_its_thread_slots(void **state)
 {
@@ -622,6 +641,7 @@ int main(void)
     cmocka_unit_test(test_an_orphan_thread_slot_goes_back_once_its_process_is_dead),
     cmocka_unit_test(test_reclaim_by_the_same_process_drops_its_old_thread_slots),
     cmocka_unit_test(test_read_procs_lists_a_process_once_with_its_thread_slots),
+    cmocka_unit_test(test_thread_slots_leave_half_the_slots_to_processes),
     cmocka_unit_test(test_percent_limit_resolves_against_the_device),
     cmocka_unit_test(test_live_tenant_name_cannot_be_taken_twice),
     cmocka_unit_test(test_foreign_or_corrupt_files_give_clear_errors),
