@@ -142,6 +142,12 @@ def queues_scheduler(k8s):
         log.close()
 
 
+def gone(k8s, name, uid):
+    """Whether the pod of this uid no longer exists (a pod of the same name may)."""
+    p = k8s.kubectl("get", "pod", name, "-o", "json", check=False)
+    return p.returncode != 0 and "NotFound" in p.stderr or p.returncode == 0 and json.loads(p.stdout)["metadata"]["uid"] != uid
+
+
 def test_an_in_quota_pod_preempts_one_over_quota_pod_of_another_queue_and_nothing_else(k8s, queues_scheduler):
     # b1 takes a whole GPU, b2 600 milli of the other, c0 (in quota for c) the 400 left
     # there: a1 (400 milli, in quota for a) fits nowhere. The core's victims: over-quota
@@ -161,9 +167,12 @@ def test_an_in_quota_pod_preempts_one_over_quota_pod_of_another_queue_and_nothin
         k8s.wait_phase("a1", ["Running"], timeout=120)
         a1 = k8s.get("pod", "a1")
         assert a1["metadata"]["annotations"]["gpuslice.io/gpus"] == b2_gpus, a1["metadata"]
-        gone = k8s.kubectl("get", "pod", "b2", "-o", "json", check=False)
-        assert gone.returncode != 0 or json.loads(gone.stdout)["metadata"]["uid"] != before["b2"]["metadata"]["uid"], \
-            "b2 was not evicted"
+        # a1 may be running before the kubelet has finished b2 (its share is given back when
+        # its containers end, its object goes a moment later): evicted is gone, in a while.
+        try:
+            wait_for(lambda: gone(k8s, "b2", before["b2"]["metadata"]["uid"]), 60, step=0.5, what="b2 evicted")
+        except AssertionError as e:
+            raise AssertionError(f"{e}: {k8s.describe('b2')}") from None
         for n in ["b1", "c0"]:
             now = k8s.get("pod", n)
             assert now["metadata"]["uid"] == before[n]["metadata"]["uid"], n
