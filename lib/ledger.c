@@ -219,8 +219,10 @@ static void give_back(struct gs_ledger *l, const uint64_t held[GS_LEDGER_MAX_GPU
 /* Empties p, which this caller holds in REAPING, and the thread slots of its process, and gives
  * the sum back to the tenant at once: a thread slot alone may be below what its thread holds
  * (memory it freed that another thread had allocated), so each slot given back by itself would
- * leave the tenant's usage too low for a moment. */
-static void slot_drain(struct gs_ledger *l, struct gs_ledger_proc *p)
+ * leave the tenant's usage too low for a moment. Then p becomes p_after and the thread slots
+ * thread_after: free, or still the ending process's (exited, thread). */
+static void slot_drain_to(struct gs_ledger *l, struct gs_ledger_proc *p, uint32_t p_after,
+                          uint32_t thread_after)
 {
   uint64_t held[GS_LEDGER_MAX_GPUS] = { 0 };
   struct gs_ledger_proc *taken[THREAD_SLOTS_DRAINED];
@@ -237,28 +239,39 @@ static void slot_drain(struct gs_ledger *l, struct gs_ledger_proc *p)
     slot_take(taken[i], held);
   give_back(l, held);
   for (int i = 0; i < n; i++)
-    atomic_store(&taken[i]->state, GS_SLOT_FREE);
-  atomic_store(&p->state, GS_SLOT_FREE);
+    atomic_store(&taken[i]->state, thread_after);
+  atomic_store(&p->state, p_after);
 }
 
-/* The compare-and-swap makes sure that of several reapers exactly one drains the slot. */
-static bool slot_reap_if(struct gs_ledger *l, struct gs_ledger_proc *p, bool dead)
+/* The compare-and-swap makes sure that of several reapers exactly one drains the slot, live
+ * or exited (from). */
+static bool slot_reap_from(struct gs_ledger *l, struct gs_ledger_proc *p, uint32_t from, bool dead)
 {
-  uint32_t live = GS_SLOT_LIVE;
-  if (!dead || !atomic_compare_exchange_strong(&p->state, &live, GS_SLOT_REAPING))
+  if (!dead || !atomic_compare_exchange_strong(&p->state, &from, GS_SLOT_REAPING))
     return false;
-  slot_drain(l, p);
+  slot_drain_to(l, p, GS_SLOT_FREE, GS_SLOT_FREE);
   return true;
 }
 
-/* True when a slot other than t, live or being reaped, is t's process's: t is given back
- * with it. */
+static bool slot_reap_if(struct gs_ledger *l, struct gs_ledger_proc *p, bool dead)
+{
+  return slot_reap_from(l, p, GS_SLOT_LIVE, dead);
+}
+
+/* Whether p is a process's own slot, live or exited: what a reaper looks at. */
+static bool owns_process(uint32_t state)
+{
+  return state == GS_SLOT_LIVE || state == GS_SLOT_EXITED;
+}
+
+/* True when a slot other than t, live, exited or being reaped, is t's process's: t is given
+ * back with it. */
 static bool has_owner(struct gs_ledger *l, const struct gs_ledger_proc *t, int end)
 {
   for (int i = 0; i < end; i++) {
     const struct gs_ledger_proc *p = &l->proc[i];
     uint32_t state = atomic_load(&p->state);
-    if (p != t && (state == GS_SLOT_LIVE || state == GS_SLOT_REAPING) && same_process(p, t))
+    if (p != t && (owns_process(state) || state == GS_SLOT_REAPING) && same_process(p, t))
       return true;
   }
   return false;
@@ -289,8 +302,9 @@ int gs_ledger_reap(struct gs_ledger *l)
   int n = 0, end = slots_in_use(l);
   for (int i = 0; i < end; i++) {
     struct gs_ledger_proc *p = &l->proc[i];
-    if (atomic_load(&p->state) == GS_SLOT_LIVE)
-      n += slot_reap_if(l, p, !gs_proc_alive(p->pid, p->start_time));
+    uint32_t state = atomic_load(&p->state);
+    if (owns_process(state))
+      n += slot_reap_from(l, p, state, !gs_proc_alive(p->pid, p->start_time));
   }
   for (int i = 0; i < end; i++)
     if (atomic_load(&l->proc[i].state) == GS_SLOT_THREAD)
@@ -307,11 +321,24 @@ static void note_slot_used(struct gs_ledger *l, int i)
     ;
 }
 
+/* Frees the slots of processes that exited and are now dead, before a claim looks for a free
+ * one: so that the slots of processes that come and go are reused, and the slots in use stay
+ * few. A look at /proc for each exited slot, on a process's or thread's first claim only. */
+static void reap_exited(struct gs_ledger *l)
+{
+  for (int i = 0, end = slots_in_use(l); i < end; i++) {
+    struct gs_ledger_proc *p = &l->proc[i];
+    if (atomic_load(&p->state) == GS_SLOT_EXITED)
+      slot_reap_from(l, p, GS_SLOT_EXITED, !gs_proc_alive(p->pid, p->start_time));
+  }
+}
+
 /* A free slot among the first `end` for (pid, start_time), empty, in state (live or thread);
  * NULL when none is free even after reaping. */
 static struct gs_ledger_proc *slot_claim(struct gs_ledger *l, pid_t pid, uint64_t start_time,
                                          uint32_t state, int end)
 {
+  reap_exited(l);
   for (int pass = 0; pass < 2; pass++) {
     for (int i = 0; i < end; i++) {
       struct gs_ledger_proc *p = &l->proc[i];
@@ -356,8 +383,9 @@ struct gs_ledger_proc *gs_ledger_claim_thread(struct gs_ledger *l,
 
 void gs_ledger_unclaim(struct gs_ledger *l, struct gs_ledger_proc *p)
 {
-  if (p)
-    slot_reap_if(l, p, true);
+  uint32_t live = GS_SLOT_LIVE;
+  if (p && atomic_compare_exchange_strong(&p->state, &live, GS_SLOT_REAPING))
+    slot_drain_to(l, p, GS_SLOT_EXITED, GS_SLOT_THREAD);
 }
 
 /* ---- memory ---- */

@@ -80,8 +80,19 @@ struct gs_ledger_compute {
  * stores rather than locked instructions (the other threads share the process's slot). Memory
  * allocated on one thread and freed on another leaves one slot above and the other below what
  * the process holds: only their sum is meaningful, and a reaper gives back a dead process's
- * slots together, as one sum. */
-enum { GS_SLOT_FREE = 0, GS_SLOT_CLAIMING, GS_SLOT_LIVE, GS_SLOT_REAPING, GS_SLOT_THREAD };
+ * slots together, as one sum.
+ * An exited slot is the slot of a process that is ending normally: what its slots held was
+ * given back at its exit, but its other threads may still run for a moment and write them, so
+ * they stay its own until it is dead; a reaper then gives back what they moved since and frees
+ * them. */
+enum {
+  GS_SLOT_FREE = 0,
+  GS_SLOT_CLAIMING,
+  GS_SLOT_LIVE,
+  GS_SLOT_REAPING,
+  GS_SLOT_THREAD,
+  GS_SLOT_EXITED
+};
 
 struct gs_ledger_proc {
   _Atomic uint32_t state;
@@ -206,8 +217,9 @@ struct gs_ledger_proc *gs_ledger_claim(struct gs_ledger *l, pid_t pid, uint64_t 
  * gs_ledger_unclaim or a reaper; only its thread writes it. */
 struct gs_ledger_proc *gs_ledger_claim_thread(struct gs_ledger *l,
                                               const struct gs_ledger_proc *owner);
-/* Frees the slot, and the thread slots of its process, and gives their memory back to the
- * tenant. */
+/* At the process's exit: gives what the slot and the thread slots of its process hold back to
+ * the tenant at once, and leaves them to the process (GS_SLOT_EXITED) until a reaper finds it
+ * dead, so that none is claimed by another process while a last thread may still write it. */
 void gs_ledger_unclaim(struct gs_ledger *l, struct gs_ledger_proc *p);
 
 /* Takes bytes on gpu against the limit: 0, or -1 when it would exceed the limit. */
@@ -245,7 +257,8 @@ uint32_t gs_ledger_compute_limit_ppm(const struct gs_ledger *l);
 uint32_t gs_ledger_compute_policy(const struct gs_ledger *l);
 uint32_t gs_ledger_priority(const struct gs_ledger *l);
 
-/* Gives back the memory of the tenant's processes that have died. Returns how many. */
+/* Gives back the memory of the tenant's processes that have died, and frees their slots (those
+ * that exited too, with what their last threads moved after the exit). Returns how many. */
 int gs_ledger_reap(struct gs_ledger *l);
 
 /* ---- reading and writing a ledger from outside the tenant (ledger-read.c) ----

@@ -379,12 +379,81 @@ static void test_a_dead_process_gives_back_its_thread_slots_with_its_own(void **
   assert_int_equal(atomic_load(&t2->state), GS_SLOT_FREE);
   assert_int_equal(atomic_load(&t2->used[0]), 0);
   assert_int_equal(atomic_load(&alive_t->state), GS_SLOT_THREAD);
-  /* The process's own end gives back its thread slots too. */
+  /* The process's own end gives back its thread slots too (they stay its own until it is
+   * dead: see the next test). */
   gs_ledger_unclaim(l, alive);
-  assert_int_equal(atomic_load(&alive_t->state), GS_SLOT_FREE);
   assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 0);
+  assert_int_equal(atomic_load(&alive->state), GS_SLOT_EXITED);
+  assert_int_equal(atomic_load(&alive_t->state), GS_SLOT_THREAD);
   gs_ledger_detach(l);
   gs_ledger_remove(dir, "threads", NULL);
+}
+
+static char take_nothing(void *arg)
+{
+  (void) arg;
+  return '1';
+}
+
+/* A process that exits normally gives back what its slots hold at its exit, but its other
+ * threads may still run a moment and write them: the slots are not another process's until it
+ * is dead, and then what those threads moved goes back too. */
+static void test_an_exiting_process_keeps_its_slots_until_it_is_dead(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("exiting", 1000 * MIB);
+  pid_t pid = gs_test_fork_holder(take_nothing, NULL);
+  struct gs_ledger_proc *p = gs_ledger_claim(l, pid, gs_proc_start_time(pid));
+  struct gs_ledger_proc *t = gs_ledger_claim_thread(l, p);
+  assert_int_equal(gs_ledger_reserve(l, p, 0, 300 * MIB), 0);
+  thread_moves(l, t, (int64_t) (100 * MIB));
+  gs_ledger_unclaim(l, p); /* its exit */
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 0);
+  assert_int_equal(atomic_load(&p->state), GS_SLOT_EXITED);
+  assert_int_equal(atomic_load(&t->state), GS_SLOT_THREAD);
+  /* Another process's claims take other slots. */
+  uint64_t start = gs_proc_start_time(getpid());
+  struct gs_ledger_proc *q = gs_ledger_claim(l, getpid(), start);
+  struct gs_ledger_proc *qt = gs_ledger_claim_thread(l, q);
+  assert_true(q != p && q != t && qt != p && qt != t);
+  /* A last thread allocates 50 MiB on its slot, another frees 20 MiB through the process's
+   * (given back at the exit already: the tenant's usage is too low by 20 for now). */
+  thread_moves(l, t, (int64_t) (50 * MIB));
+  thread_moves(l, p, -(int64_t) (20 * MIB));
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 30 * MIB);
+  assert_int_equal(gs_ledger_reap(l), 0); /* not dead yet */
+  assert_int_equal(atomic_load(&p->state), GS_SLOT_EXITED);
+  gs_test_kill_holder(pid);
+  assert_int_equal(gs_ledger_reap(l), 1);
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 0);
+  assert_int_equal(atomic_load(&p->state), GS_SLOT_FREE);
+  assert_int_equal(atomic_load(&t->state), GS_SLOT_FREE);
+  gs_ledger_unclaim(l, q);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "exiting", NULL);
+}
+
+/* The slot of a process that exited and is dead is free again at the next claim, with no
+ * reaper: processes that come and go one after another keep using the first slot. */
+static void test_a_claim_frees_the_slots_of_dead_exited_processes(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("come-and-go", 1000 * MIB);
+  struct gs_ledger_proc *first = NULL;
+  for (int i = 0; i < 3; i++) {
+    pid_t pid = gs_test_fork_holder(take_nothing, NULL);
+    struct gs_ledger_proc *p = gs_ledger_claim(l, pid, gs_proc_start_time(pid));
+    assert_non_null(p);
+    if (!first)
+      first = p;
+    assert_ptr_equal(p, first);
+    assert_int_equal(gs_ledger_reserve(l, p, 0, 100 * MIB), 0);
+    gs_ledger_unclaim(l, p);
+    gs_test_kill_holder(pid);
+  }
+  assert_int_equal(atomic_load(&l->gpu[0].used_bytes), 0);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "come-and-go", NULL);
 }
 
 /* A thread slot left without its process's slot (the process ended while a thread was still
@@ -639,6 +708,8 @@ int main(void)
     cmocka_unit_test(test_reclaim_by_the_same_process_drops_its_old_slot),
     cmocka_unit_test(test_a_dead_process_gives_back_its_thread_slots_with_its_own),
     cmocka_unit_test(test_an_orphan_thread_slot_goes_back_once_its_process_is_dead),
+    cmocka_unit_test(test_an_exiting_process_keeps_its_slots_until_it_is_dead),
+    cmocka_unit_test(test_a_claim_frees_the_slots_of_dead_exited_processes),
     cmocka_unit_test(test_reclaim_by_the_same_process_drops_its_old_thread_slots),
     cmocka_unit_test(test_read_procs_lists_a_process_once_with_its_thread_slots),
     cmocka_unit_test(test_thread_slots_leave_half_the_slots_to_processes),
