@@ -180,7 +180,8 @@ int nvml_process_util(struct nvml *n, int index, struct verify_proc *p, int np, 
 struct watched_proc {
   pid_t pid;
   uint64_t start_time;
-  int pidfd; /* -1: watched by reading /proc */
+  int pidfd;       /* -1: watched by reading /proc */
+  bool subscribed; /* pidfd is in the set of proc-watch-set.c */
 };
 
 /* Raises the soft open files limit to the hard one and sets how many pidfds watched processes
@@ -199,6 +200,16 @@ bool proc_watch_open(struct watched_proc *w, pid_t pid, uint64_t start_time);
 bool proc_watch_alive(const struct watched_proc *w);
 /* Closes what w holds. */
 void proc_watch_close(struct watched_proc *w);
+/* The set of proc-watch-set.c, for a process checked at every sample (a tenant's owner): adds
+ * w's pidfd to it; true when w is in it. */
+bool proc_watch_subscribe(struct watched_proc *w);
+/* Takes w's pidfd out of the set (proc_watch_close does). */
+void proc_watch_unsubscribe(struct watched_proc *w);
+/* Learns, with one epoll_wait, which processes of the set have ended since the last call. */
+void proc_watch_collect(void);
+/* True while the process runs, as the last proc_watch_collect found for one in the set;
+ * proc_watch_alive for any other. */
+bool proc_watch_running(const struct watched_proc *w);
 /* Drops (and closes) the processes of v[0..n) that have ended, keeping the order of the
  * others; one poll per 64 pidfds. Returns how many are left. */
 int proc_watch_prune(struct watched_proc *v, int n);
@@ -278,9 +289,10 @@ struct tenant {
   bool held;       /* GS_LIMITS_HELD: only a DELETE ends it, never its owner's end */
   int exit_status; /* -1 when unknown */
   uint64_t served_requests;
-  double last_end; /* end of its last interval row, unix seconds; 0: none yet */
-  bool sampled;    /* gpu[] holds a reading */
-  int ledger_fd;   /* the ledger, kept open for sampling; -1 until first read */
+  double last_end;     /* end of its last interval row, unix seconds; 0: none yet */
+  bool sampled;        /* gpu[] holds a reading */
+  int ledger_fd;       /* the ledger, kept open for sampling; -1 until first read */
+  bool ledger_checked; /* the file on ledger_fd was found regular and owned by uid */
   /* The owner, to notice its end without reading /proc; watched from the first sample. */
   struct watched_proc owner;
   enum { OWNER_UNWATCHED, OWNER_WATCHED, OWNER_ENDED } owner_state;
@@ -309,8 +321,9 @@ struct registry {
 };
 
 /* Reads the tenant's ledger into buf (gs_ledger_read_fd: with pread, never mapped, owned by
- * t->uid) through t->ledger_fd, opened at the first call: sampling costs one pread per
- * tenant, not a path lookup. Returns 0, or -1. */
+ * t->uid) through t->ledger_fd, opened at the first call; once the file on it has passed that
+ * check, gs_ledger_read_kept: sampling costs two preads per tenant, no path lookup or fstat.
+ * Returns 0, or -1. */
 int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf);
 /* True while the tenant's owner runs: a poll of a pidfd (proc_watch_alive), checked against
  * the owner's start time once when it is opened. */
@@ -318,7 +331,7 @@ bool tenant_owner_alive(struct tenant *t);
 /* Adds the processes the ledger's live slots name to t->procs (each watched by pidfd), first
  * dropping those that ended when there is a new one. A process once seen stays the tenant's
  * until it ends, whatever its slot says later: the tenant writes its slots. */
-void tenant_track_procs(struct tenant *t);
+void tenant_track_procs(struct tenant *t, const struct gs_ledger_copy *l);
 /* How many of t->procs still run, not counting pid except. */
 int tenant_live_procs(struct tenant *t, pid_t except);
 /* Stops watching the tenant's owner and processes (what they hold is closed). */

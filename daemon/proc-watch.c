@@ -106,6 +106,7 @@ static int open_pidfd(pid_t pid)
 
 void proc_watch_close(struct watched_proc *w)
 {
+  proc_watch_unsubscribe(w);
   if (w->pidfd >= 0) {
     close(w->pidfd);
     held--;

@@ -468,7 +468,7 @@ static bool tenant_sample(struct tenant *t)
   bool owner = tenant_owner_alive(t);
   bool read = tenant_reread(t, &l) == 0 && l.created_unix_ns == t->created_unix_ns;
   if (read)
-    tenant_track_procs(t);
+    tenant_track_procs(t, &l);
   if (!(owner && read) && tenant_live_procs(t, 0) == 0)
     return false;
   if (!read)
@@ -488,11 +488,13 @@ static bool tenant_sample(struct tenant *t)
 
 void registry_sample_one(struct tenant *t)
 {
+  proc_watch_collect();
   tenant_sample(t);
 }
 
 void registry_sample(struct registry *r)
 {
+  proc_watch_collect(); /* which owners ended, for all the tenants at once */
   for (int i = 0; i < r->n; i++)
     if (!r->v[i]->exited && !tenant_sample(r->v[i]))
       r->v[i]->exited = true;

@@ -49,7 +49,7 @@ int suspend_procs(struct daemon *d, struct tenant *t, const CUprocessState *want
 {
   struct gs_ledger_copy l;
   if (tenant_reread(t, &l) == 0)
-    tenant_track_procs(t);
+    tenant_track_procs(t, &l);
   tenant_live_procs(t, 0); /* drops the ones that ended */
   pid_t *v = xcalloc((size_t) t->nprocs + 1, sizeof(*v));
   int n = 0;

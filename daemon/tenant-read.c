@@ -22,20 +22,27 @@ int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf)
 {
   if (t->ledger_fd < 0) {
     t->ledger_fd = gs_ledger_read_open(t->ledger_dir, t->name, NULL);
+    t->ledger_checked = false;
     if (t->ledger_fd < 0)
       return -1;
   }
-  return gs_ledger_read_fd(t->ledger_fd, t->name, t->uid, buf, NULL);
+  if (t->ledger_checked) /* the descriptor's file was found regular and the tenant's */
+    return gs_ledger_read_kept(t->ledger_fd, t->name, buf, NULL);
+  int rc = gs_ledger_read_fd(t->ledger_fd, t->name, t->uid, buf, NULL);
+  t->ledger_checked = rc == 0;
+  return rc;
 }
 
 bool tenant_owner_alive(struct tenant *t)
 {
   if (t->held)
     return true; /* only a DELETE ends a held tenant */
-  if (t->owner_state == OWNER_UNWATCHED)
+  if (t->owner_state == OWNER_UNWATCHED) {
     t->owner_state =
       proc_watch_open(&t->owner, t->owner_pid, t->owner_start_time) ? OWNER_WATCHED : OWNER_ENDED;
-  if (t->owner_state == OWNER_WATCHED && !proc_watch_alive(&t->owner)) {
+    proc_watch_subscribe(&t->owner);
+  }
+  if (t->owner_state == OWNER_WATCHED && !proc_watch_running(&t->owner)) {
     proc_watch_close(&t->owner);
     t->owner_state = OWNER_ENDED; /* a process does not come back: never asked again */
   }
@@ -65,12 +72,12 @@ static void add_proc(struct tenant *t, const struct gs_ledger_pid *p)
 /* The processes that ended are dropped only when a new one comes (and by tenant_live_procs):
  * an ended one left in t->procs is never taken for another, being (pid, start time), so a
  * sample in which the slots name no new process costs no check at all. */
-void tenant_track_procs(struct tenant *t)
+void tenant_track_procs(struct tenant *t, const struct gs_ledger_copy *l)
 {
   if (t->ledger_fd < 0)
     return;
   _cleanup_free_ struct gs_ledger_pid *now = xmalloc(GS_LEDGER_MAX_PROCS * sizeof(*now));
-  int n = gs_ledger_read_procs(t->ledger_fd, now, GS_LEDGER_MAX_PROCS, NULL);
+  int n = gs_ledger_read_procs_in(t->ledger_fd, l->slots_used, now, GS_LEDGER_MAX_PROCS, NULL);
   bool pruned = false;
   for (int i = 0; i < n; i++) {
     if (known(t, &now[i]))

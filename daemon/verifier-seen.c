@@ -52,14 +52,17 @@ static struct verify_seen *seen_add(struct daemon *d, pid_t pid)
 static bool watch_now(struct watched_proc *w, pid_t pid)
 {
   uint64_t start = gs_proc_start_time(pid);
-  return start && proc_watch_open(w, pid, start);
+  if (!start || !proc_watch_open(w, pid, start))
+    return false;
+  proc_watch_subscribe(w); /* asked at every sample */
+  return true;
 }
 
 struct verify_seen *verify_seen_get(struct daemon *d, pid_t pid)
 {
   int i = seen_index(d, pid);
   struct verify_seen *s = i >= 0 ? &d->vseen[i] : NULL;
-  if (s && proc_watch_alive(&s->w)) {
+  if (s && proc_watch_running(&s->w)) {
     s->sample = d->vsample;
     return s;
   }

@@ -70,8 +70,8 @@ static const struct gs__shm_layout *layout_of(const struct gs__shm_header *h)
   return h->version == GS_LEDGER_V3 ? &ledger_v3 : &gs__ledger_shm;
 }
 
-static int read_head(int fd, const char *what, uid_t uid, union ledger_head *h, uid_t *owner,
-                     gs_error_t *err)
+/* Whether fd is a regular file owned by uid (any owner for (uid_t) -1); its owner in *owner. */
+static int check_file(int fd, const char *what, uid_t uid, uid_t *owner, gs_error_t *err)
 {
   struct stat st;
   if (fstat(fd, &st) < 0)
@@ -80,12 +80,17 @@ static int read_head(int fd, const char *what, uid_t uid, union ledger_head *h, 
     return gs_make_error(err, 0, "'%s' is not a regular file", what);
   if (uid != (uid_t) -1 && st.st_uid != uid)
     return gs_make_error(err, EPERM, "'%s' belongs to uid %u", what, (unsigned) st.st_uid);
+  *owner = st.st_uid;
+  return 0;
+}
+
+static int read_head(int fd, const char *what, union ledger_head *h, gs_error_t *err)
+{
   ssize_t n = pread(fd, h->bytes, HEAD_BYTES, 0);
   if (n < 0)
     return gs_make_error(err, errno, "read '%s'", what);
   if ((size_t) n != HEAD_BYTES)
     return gs_make_error(err, 0, "'%s' is too short for a tenant ledger", what);
-  *owner = st.st_uid;
   return gs__shm_check(&h->header, layout_of(&h->header), what, err);
 }
 
@@ -100,9 +105,22 @@ static void copy_gpu(struct gs_ledger_copy_gpu *c, const union ledger_head *h, i
   HEAD_GET(h, gpu[g].share_ppm, c->share_ppm);
 }
 
+/* How many slots from the first may be in use, from the ledger's slots_used word (the tenant's
+ * word, as the slots are): all of them in a ledger that keeps no count. */
+static uint32_t slots_count(uint32_t used)
+{
+  if (!(used & GS_SLOTS_KNOWN))
+    return GS_LEDGER_MAX_PROCS;
+  used &= ~GS_SLOTS_KNOWN;
+  return used < GS_LEDGER_MAX_PROCS ? used : GS_LEDGER_MAX_PROCS;
+}
+
 /* The head's fields into plain ones; the strings end within their fields whatever the file held. */
 static void copy_head(struct gs_ledger_copy *c, const union ledger_head *h)
 {
+  uint32_t used;
+  HEAD_GET(h, slots_used, used);
+  c->slots_used = slots_count(used);
   HEAD_GET(h, name, c->name);
   HEAD_GET(h, labels, c->labels);
   c->name[sizeof(c->name) - 1] = '\0';
@@ -119,19 +137,35 @@ static void copy_head(struct gs_ledger_copy *c, const union ledger_head *h)
     copy_gpu(&c->gpu[g], h, g);
 }
 
-int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out,
-                      gs_error_t *err)
+/* The head, then the resume block: two preads. */
+static int read_both(int fd, const char *what, struct gs_ledger_copy *out, gs_error_t *err)
 {
   union ledger_head h;
-  uid_t owner;
-  if (read_head(fd, what, uid, &h, &owner, err) < 0)
+  if (read_head(fd, what, &h, err) < 0)
     return -1;
   copy_head(out, &h);
-  out->owner_uid = owner;
   out->version = h.header.version;
   memset(&out->resume, 0, sizeof(out->resume));
   if (!is_v2(&h.header) && gs_ledger_read_resume(fd, &out->resume) < 0)
     return gs_make_error(err, 0, "'%s' is too short for a tenant ledger", what);
+  return 0;
+}
+
+int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out,
+                      gs_error_t *err)
+{
+  uid_t owner;
+  if (check_file(fd, what, uid, &owner, err) < 0 || read_both(fd, what, out, err) < 0)
+    return -1;
+  out->owner_uid = owner;
+  return 0;
+}
+
+int gs_ledger_read_kept(int fd, const char *what, struct gs_ledger_copy *out, gs_error_t *err)
+{
+  if (read_both(fd, what, out, err) < 0)
+    return -1;
+  out->owner_uid = (uid_t) -1;
   return 0;
 }
 
@@ -173,22 +207,26 @@ static void slot_identity(const unsigned char *slot, uint32_t *state, struct gs_
   id->pid = pid;
 }
 
-/* How many slots from the first may be in use, as the ledger on fd keeps count (the tenant's
- * word, as the slots are): all of them in a ledger that keeps none. */
-static size_t slots_in_use(int fd)
+/* How many slots from the first may be in use, as the ledger on fd keeps count. */
+static uint32_t slots_in_use(int fd)
 {
   uint32_t used = 0;
   if (pread(fd, &used, sizeof(used), (off_t) offsetof(struct gs_ledger, slots_used)) !=
-        (ssize_t) sizeof(used) ||
-      !(used & GS_SLOTS_KNOWN))
+      (ssize_t) sizeof(used))
     return GS_LEDGER_MAX_PROCS;
-  used &= ~GS_SLOTS_KNOWN;
-  return used < GS_LEDGER_MAX_PROCS ? used : GS_LEDGER_MAX_PROCS;
+  return slots_count(used);
 }
 
 int gs_ledger_read_procs(int fd, struct gs_ledger_pid *out, int max, gs_error_t *err)
 {
-  const size_t len = sizeof(struct gs_ledger_proc) * slots_in_use(fd);
+  return gs_ledger_read_procs_in(fd, slots_in_use(fd), out, max, err);
+}
+
+int gs_ledger_read_procs_in(int fd, uint32_t count, struct gs_ledger_pid *out, int max,
+                            gs_error_t *err)
+{
+  const size_t len =
+    sizeof(struct gs_ledger_proc) * (count < GS_LEDGER_MAX_PROCS ? count : GS_LEDGER_MAX_PROCS);
   int n = 0;
   if (len == 0)
     return 0;
@@ -263,7 +301,9 @@ int gs_ledger_write_limits(const char *dir, const char *name, uid_t uid, uint64_
   if (fd < 0)
     return gs_make_error(err, errno, "open tenant ledger '%s'", path);
   uint64_t created = 0;
-  int rc = read_head(fd, path, uid, &h, &owner, err);
+  int rc = check_file(fd, path, uid, &owner, err);
+  if (rc == 0)
+    rc = read_head(fd, path, &h, err);
   if (rc == 0)
     HEAD_GET(&h, created_unix_ns, created);
   if (rc == 0 && created != created_unix_ns)

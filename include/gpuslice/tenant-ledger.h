@@ -297,18 +297,23 @@ struct gs_ledger_copy {
   uint64_t context_reserve_bytes;
   struct gs_compute_limits compute;
   struct gs_ledger_copy_gpu gpu[GS_LEDGER_MAX_GPUS];
-  uint32_t version;                    /* 2: a ledger of an older gpuslice, without `resume` */
+  uint32_t version;    /* 2: a ledger of an older gpuslice, without `resume` */
+  uint32_t slots_used; /* slots from the first that may be in use (the tenant's word) */
   struct gs_ledger_resume_copy resume; /* zero in a version-2 ledger */
 };
 
 /* Opens dir/tenants/name for gs_ledger_read_fd: read-only, following no link, never
  * blocking. Returns the descriptor (close it), or -1 with err. */
 int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err);
-/* Reads the ledger open on fd into *out with one pread. Checks that it is a regular file,
+/* Reads the ledger open on fd into *out with two preads (the head, the resume block). Checks that it is a regular file,
  * owned by uid unless uid is (uid_t) -1, and its magic, version and size; a version-2 ledger
  * (GS_LEDGER_V2_SIZE) is read too. `what` names it in messages. Returns 0, or -1 with err. */
 int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out,
                       gs_error_t *err);
+/* gs_ledger_read_fd again on a descriptor it has checked, without looking at the file's type
+ * and owner again (a descriptor names one file for its life, and only root gives a file to
+ * another user): one fstat less per reading, for the daemon's sampler. owner_uid is (uid_t) -1. */
+int gs_ledger_read_kept(int fd, const char *what, struct gs_ledger_copy *out, gs_error_t *err);
 /* Reads only struct gs_ledger_resume of the ledger open on fd (as gs_ledger_read_fd checked
  * it), with one pread: what the daemon polls while a tenant is suspended. Returns 0, or -1 when
  * the file is too short for it (a version-2 ledger, or one the tenant truncated). */
@@ -330,10 +335,15 @@ struct gs_ledger_pid {
   uint64_t start_time;
 };
 /* Reads the processes of the live slots of the ledger open on fd (as gs_ledger_read_fd
- * checked it) into out, up to max of them, with one pread. What the slots say is the
+ * checked it) into out, up to max of them, with two preads (the count, the slots). What the
+ * slots say is the
  * tenant's word: a reader checks each process itself (gs_proc_alive). Returns how many, or
  * -1 with err. */
 int gs_ledger_read_procs(int fd, struct gs_ledger_pid *out, int max, gs_error_t *err);
+/* gs_ledger_read_procs over the first `count` slots, as a reading of the head just said
+ * (struct gs_ledger_copy's slots_used): one pread less. */
+int gs_ledger_read_procs_in(int fd, uint32_t count, struct gs_ledger_pid *out, int max,
+                            gs_error_t *err);
 
 struct gs_limits;
 /* Writes the limits of lim (memory in bytes, compute limit, policy and priority) into the

@@ -157,6 +157,45 @@ static void test_prune_drops_only_the_ended_and_keeps_the_order(void **state)
   assert_int_equal(proc_watch_held(), held);
 }
 
+/* The set the sampler asks (proc-watch-set.c): an end is known after the next collect, for the
+ * process that ended alone; a pidfd closed and its number given to another process's starts
+ * out running; a process outside the set is asked at once. */
+static void test_the_set_learns_each_end_at_the_next_collect(void **state)
+{
+  (void) state;
+  pid_t a = child(), b = child(), c = child();
+  struct watched_proc wa, wb, wc;
+  assert_true(proc_watch_open(&wa, a, gs_proc_start_time(a)));
+  assert_true(proc_watch_open(&wb, b, gs_proc_start_time(b)));
+  assert_true(proc_watch_open(&wc, c, gs_proc_start_time(c)));
+  assert_true(proc_watch_subscribe(&wa));
+  assert_true(proc_watch_subscribe(&wb));
+  proc_watch_collect();
+  assert_true(proc_watch_running(&wa) && proc_watch_running(&wb) && proc_watch_running(&wc));
+  make_zombie(a);
+  make_zombie(c);
+  assert_true(proc_watch_running(&wa));  /* not collected yet */
+  assert_false(proc_watch_running(&wc)); /* outside the set: asked now */
+  proc_watch_collect();
+  assert_false(proc_watch_running(&wa));
+  assert_true(proc_watch_running(&wb));
+  proc_watch_collect(); /* reported once, kept */
+  assert_false(proc_watch_running(&wa));
+  int fd = wa.pidfd;
+  proc_watch_close(&wa);
+  assert_false(wa.subscribed);
+  pid_t d = child();
+  struct watched_proc wd;
+  assert_true(proc_watch_open(&wd, d, gs_proc_start_time(d)));
+  assert_int_equal(wd.pidfd, fd); /* the lowest free number again */
+  assert_true(proc_watch_subscribe(&wd));
+  proc_watch_collect();
+  assert_true(proc_watch_running(&wd));
+  proc_watch_close(&wb);
+  proc_watch_close(&wc);
+  proc_watch_close(&wd);
+}
+
 /* In a child, since a lowered hard limit cannot be raised again: at 1024 open files the
  * budget is none, and every process is watched through /proc, with the same answers. */
 static void test_at_1024_open_files_processes_are_watched_through_proc(void **state)
@@ -207,6 +246,7 @@ int main(void)
     cmocka_unit_test_teardown(test_on_emfile_a_process_counts_as_running_until_proc_can_tell,
                               kill_children),
     cmocka_unit_test_teardown(test_prune_drops_only_the_ended_and_keeps_the_order, kill_children),
+    cmocka_unit_test_teardown(test_the_set_learns_each_end_at_the_next_collect, kill_children),
     cmocka_unit_test_teardown(test_at_1024_open_files_processes_are_watched_through_proc,
                               kill_children),
   };

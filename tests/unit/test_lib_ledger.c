@@ -337,6 +337,42 @@ static void test_read_fd_sees_changes_through_one_descriptor(void **state)
   gs_ledger_remove(dir, "kept", NULL);
 }
 
+/* The sampler's readings (gs_ledger_read_kept, gs_ledger_read_procs_in with the head's count)
+ * give what the checked ones give, with fewer system calls. */
+static void test_kept_readings_give_what_the_checked_ones_give(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("kept-again", 1000);
+  gs_error_t err = NULL;
+  int fd = gs_ledger_read_open(dir, "kept-again", &err);
+  assert_true(fd >= 0);
+  struct gs_ledger_copy c, k;
+  assert_int_equal(gs_ledger_read_fd(fd, "kept-again", geteuid(), &c, &err), 0);
+  assert_int_equal(c.slots_used, 0);
+  uint64_t start = gs_proc_start_time(getpid());
+  struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), start);
+  assert_non_null(gs_ledger_claim_thread(l, p));
+  atomic_store(&l->gpu[0].used_bytes, 88);
+  assert_int_equal(gs_ledger_read_fd(fd, "kept-again", geteuid(), &c, &err), 0);
+  assert_int_equal(gs_ledger_read_kept(fd, "kept-again", &k, &err), 0);
+  assert_int_equal(k.gpu[0].used_bytes, 88);
+  assert_int_equal(k.created_unix_ns, c.created_unix_ns);
+  assert_int_equal(k.slots_used, 2);
+  assert_int_equal(c.slots_used, 2);
+  assert_int_equal(k.owner_uid, (uid_t) -1);
+  assert_int_equal(c.owner_uid, geteuid());
+  struct gs_ledger_pid a[4], b[4];
+  assert_int_equal(gs_ledger_read_procs_in(fd, k.slots_used, a, 4, &err), 1);
+  assert_int_equal(gs_ledger_read_procs(fd, b, 4, &err), 1);
+  assert_int_equal(a[0].pid, getpid());
+  assert_int_equal(b[0].pid, getpid());
+  assert_int_equal(gs_ledger_read_procs_in(fd, 0, a, 4, &err), 0); /* only the slots it is told */
+  gs_ledger_unclaim(l, p);
+  close(fd);
+  gs_ledger_detach(l);
+  gs_ledger_remove(dir, "kept-again", NULL);
+}
+
 /* The resume block (version 3) reads back, alone and with the rest; a version-2 ledger, of a
  * tenant an older gpuslice started, still reads, without it. */
 /* A pid no process has, with a start time no process had: a dead process's identity. */
@@ -720,6 +756,7 @@ int main(void)
     cmocka_unit_test(test_read_copy_refuses_a_ledger_of_another_user),
     cmocka_unit_test(test_read_copy_of_a_broken_ledger_fails_cleanly),
     cmocka_unit_test(test_read_fd_sees_changes_through_one_descriptor),
+    cmocka_unit_test(test_kept_readings_give_what_the_checked_ones_give),
     cmocka_unit_test(test_write_limits_reaches_the_same_instance_only),
     cmocka_unit_test(test_read_copy_takes_the_resume_block_and_version_2_ledgers),
   };
