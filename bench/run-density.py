@@ -8,7 +8,11 @@ measuring window:
   busy  --busy of them (default 32), `--compute 3 --compute-policy cap`, launching back to back
         (--kernel-us long kernels);
   idle  the others, `--compute 1` (a share), each launching one short kernel every --idle-every
-        seconds, so that its board row stays live and its process stays a tenant's.
+        seconds, so that its board row stays live and its process stays a tenant's. With
+        --idle-phase spread (the default) their first kernels are spread evenly over the first
+        period, as the requests of independent serving tenants are; with together, every idle
+        tenant launches at the same instant each period (a thundering herd: 992 processes woken
+        in the same millisecond on a 2-CPU machine, the worst case rather than the usual one).
 Every tenant is started before the window opens; the window lasts --seconds.
 
 Reported, against the targets of issue #17:
@@ -62,6 +66,8 @@ def parse_args():
     p.add_argument("--kernel-us", type=int, default=2000, help="a busy tenant's kernel length (default 2000)")
     p.add_argument("--idle-every", type=float, default=10.0,
                    help="seconds between an idle tenant's kernels (default 10)")
+    p.add_argument("--idle-phase", choices=["spread", "together"], default="spread",
+                   help="idle tenants' first kernels spread over a period, or all at once (default spread)")
     p.add_argument("--slice-ms", type=int, help="the busy tenants' --slice-ms (default: the default turn, 20 ms)")
     p.add_argument("--check", action="store_true", help="exit 3 when a target is missed")
     a = p.parse_args()
@@ -72,7 +78,16 @@ def parse_args():
     return a
 
 
+def idle_offset_ns(a, i):
+    """When idle tenant i launches its first kernel, after the common start: spread evenly over
+    one period, or at the start for all (--idle-phase together)."""
+    if a.idle_phase == "together":
+        return 0
+    return int((i - a.busy) * a.idle_every * 1e9 / (a.tenants - a.busy))
+
+
 def tenant_argv(a, i, busy, start_ns, seconds, window):
+    start_ns += 0 if busy else idle_offset_ns(a, i)
     wl = [str(a.build / "bin" / "gpusim-workload"), "busy", "--seconds", f"{seconds:.3f}",
           "--start-at-ns", str(start_ns), "--window-start-ns", str(window[0]), "--window-end-ns", str(window[1])]
     if busy:
@@ -170,7 +185,8 @@ def report(a, lines, cpu, cpu_own, rows_live):
     verdicts = {"share": worst <= SHARE_TOLERANCE, "device_busy": device >= BUSY_TARGET_PCT,
                 "daemon_cpu": cpu < CPU_TARGET_PCT}
     print(f"{a.tenants} tenants ({a.busy} busy, capped at 3%; {a.tenants - a.busy} idle, one kernel every "
-          f"{a.idle_every:g} s), {a.seconds:g} s window, board rows live at the end: {rows_live}")
+          f"{a.idle_every:g} s, {'spread over the period' if a.idle_phase == 'spread' else 'all at once'}), "
+          f"{a.seconds:g} s window, board rows live at the end: {rows_live}")
     print(f"busy tenants' shares: min {min(shares):.2f}% median {statistics.median(shares):.2f}% "
           f"max {max(shares):.2f}% (target 3 +- 1): {'met' if verdicts['share'] else 'MISSED'}")
     print(f"device busy: {device:.2f}% of the window (target >= {BUSY_TARGET_PCT:g}%): "
@@ -180,7 +196,7 @@ def report(a, lines, cpu, cpu_own, rows_live):
           f"simulated NVML, a test double, runs in the daemon): {cpu_own:.2f}%")
     print(json.dumps({"benchmark": "density", "tenants": a.tenants, "busy": a.busy, "window_s": a.seconds,
                       "slice_ms": a.slice_ms,
-                      "kernel_us": a.kernel_us, "idle_every_s": a.idle_every, "busy_shares_pct": shares,
+                      "kernel_us": a.kernel_us, "idle_every_s": a.idle_every, "idle_phase": a.idle_phase, "busy_shares_pct": shares,
                       "device_busy_pct": device, "daemon_cpu_pct": cpu, "daemon_cpu_pct_without_nvml": cpu_own, "board_rows_live": rows_live,
                       "idle_kernels": idle_kernels, "verdicts": verdicts}))
     return 3 if a.check and not all(verdicts.values()) else 0
