@@ -293,6 +293,9 @@ struct tenant {
   bool sampled;        /* gpu[] holds a reading */
   int ledger_fd;       /* the ledger, kept open for sampling; -1 until first read */
   bool ledger_checked; /* the file on ledger_fd was found regular and owned by uid */
+  /* The ledger's count of slots at the last reading, read next with the head. */
+  uint32_t slots_used;
+  uint8_t resume_settle, resume_skips; /* when the sampler reads the resume block (tenant-read.c) */
   /* The owner, to notice its end without reading /proc; watched from the first sample. */
   struct watched_proc owner;
   enum { OWNER_UNWATCHED, OWNER_WATCHED, OWNER_ENDED } owner_state;
@@ -320,18 +323,26 @@ struct registry {
   bool changed; /* tenants came or went since the last scan */
 };
 
-/* Reads the tenant's ledger into buf (gs_ledger_read_fd: with pread, never mapped, owned by
- * t->uid) through t->ledger_fd, opened at the first call; once the file on it has passed that
- * check, gs_ledger_read_kept: sampling costs two preads per tenant, no path lookup or fstat.
- * Returns 0, or -1. */
-int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf);
+/* The processes a ledger's live slots named at a reading: v has room for GS_LEDGER_MAX_PROCS. */
+struct ledger_procs {
+  struct gs_ledger_pid *v;
+  int n;
+};
+
+/* Reads the tenant's ledger into buf and its live slots' processes into procs
+ * (gs_ledger_read_fd: with pread, never mapped, owned by t->uid) through t->ledger_fd, opened
+ * at the first call; once the file on it has passed that check, gs_ledger_read_kept_procs:
+ * sampling costs one read per tenant (the head with the slots it last had), and the resume
+ * block's while the tenant is suspended or just resumed and every tenth sample (into
+ * t->sus.asked); no path lookup or fstat. Returns 0, or -1. */
+int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf, struct ledger_procs *procs);
 /* True while the tenant's owner runs: a poll of a pidfd (proc_watch_alive), checked against
  * the owner's start time once when it is opened. */
 bool tenant_owner_alive(struct tenant *t);
 /* Adds the processes the ledger's live slots name to t->procs (each watched by pidfd), first
  * dropping those that ended when there is a new one. A process once seen stays the tenant's
  * until it ends, whatever its slot says later: the tenant writes its slots. */
-void tenant_track_procs(struct tenant *t, const struct gs_ledger_copy *l);
+void tenant_track_procs(struct tenant *t, const struct ledger_procs *now);
 /* How many of t->procs still run, not counting pid except. */
 int tenant_live_procs(struct tenant *t, pid_t except);
 /* Stops watching the tenant's owner and processes (what they hold is closed). */

@@ -465,10 +465,12 @@ void registry_set_labels(struct tenant *t, const char *labels)
 static bool tenant_sample(struct tenant *t)
 {
   struct gs_ledger_copy l;
+  _cleanup_free_ struct gs_ledger_pid *v = xmalloc(GS_LEDGER_MAX_PROCS * sizeof(*v));
+  struct ledger_procs procs = { v, 0 };
   bool owner = tenant_owner_alive(t);
-  bool read = tenant_reread(t, &l) == 0 && l.created_unix_ns == t->created_unix_ns;
+  bool read = tenant_reread(t, &l, &procs) == 0 && l.created_unix_ns == t->created_unix_ns;
   if (read)
-    tenant_track_procs(t, &l);
+    tenant_track_procs(t, &procs);
   if (!(owner && read) && tenant_live_procs(t, 0) == 0)
     return false;
   if (!read)
@@ -481,7 +483,6 @@ static bool tenant_sample(struct tenant *t)
     tg->throttled_ns = l.gpu[g].throttled_ns;
     tg->share_ppm = l.gpu[g].share_ppm;
   }
-  t->sus.asked = l.resume;
   t->sampled = true;
   return true;
 }

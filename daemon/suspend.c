@@ -48,8 +48,10 @@ int suspend_procs(struct daemon *d, struct tenant *t, const CUprocessState *want
                   pid_t **out)
 {
   struct gs_ledger_copy l;
-  if (tenant_reread(t, &l) == 0)
-    tenant_track_procs(t, &l);
+  _cleanup_free_ struct gs_ledger_pid *seen = xmalloc(GS_LEDGER_MAX_PROCS * sizeof(*seen));
+  struct ledger_procs procs = { seen, 0 };
+  if (tenant_reread(t, &l, &procs) == 0)
+    tenant_track_procs(t, &procs);
   tenant_live_procs(t, 0); /* drops the ones that ended */
   pid_t *v = xcalloc((size_t) t->nprocs + 1, sizeof(*v));
   int n = 0;

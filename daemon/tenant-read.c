@@ -8,6 +8,11 @@
 
 #include <stdlib.h>
 
+#include "suspend.h"
+
+#define RESUME_SETTLE 10 /* samples */
+#define RESUME_EVERY 10  /* samples */
+
 void tenant_mirror_limits(const struct tenant *t)
 {
   gs_error_t err = NULL;
@@ -18,19 +23,48 @@ void tenant_mirror_limits(const struct tenant *t)
   }
 }
 
-int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf)
+/* Whether this reading takes the ledger's resume block (the tenant's resume waits, for the API
+ * and /metrics): at every sample while the tenant is not running and for RESUME_SETTLE samples
+ * after, since its processes count a wait when they see it run again; else every RESUME_EVERY
+ * samples, so that a count written later still shows within that many. Only a tenant that was
+ * not running waits (preload/resume-wait.c), and only the daemon sets its run state. */
+static bool resume_due(struct tenant *t)
 {
+  if (suspend_state(t) != GS_RUN_RUNNING)
+    t->resume_settle = RESUME_SETTLE;
+  else if (t->resume_settle > 0)
+    t->resume_settle--;
+  t->resume_skips = t->resume_skips + 1 < RESUME_EVERY ? t->resume_skips + 1 : 0;
+  return t->resume_settle > 0 || t->resume_skips == 0;
+}
+
+int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf, struct ledger_procs *procs)
+{
+  bool resume = true;
   if (t->ledger_fd < 0) {
     t->ledger_fd = gs_ledger_read_open(t->ledger_dir, t->name, NULL);
     t->ledger_checked = false;
     if (t->ledger_fd < 0)
       return -1;
   }
-  if (t->ledger_checked) /* the descriptor's file was found regular and the tenant's */
-    return gs_ledger_read_kept(t->ledger_fd, t->name, buf, NULL);
-  int rc = gs_ledger_read_fd(t->ledger_fd, t->name, t->uid, buf, NULL);
-  t->ledger_checked = rc == 0;
-  return rc;
+  if (t->ledger_checked) { /* the descriptor's file was found regular and the tenant's */
+    resume = resume_due(t);
+    procs->n = gs_ledger_read_kept_procs(t->ledger_fd, t->name, t->slots_used, resume, buf,
+                                         procs->v, GS_LEDGER_MAX_PROCS, NULL);
+  } else {
+    t->ledger_checked = gs_ledger_read_fd(t->ledger_fd, t->name, t->uid, buf, NULL) == 0;
+    if (!t->ledger_checked)
+      return -1;
+    procs->n =
+      gs_ledger_read_procs_in(t->ledger_fd, buf->slots_used, procs->v, GS_LEDGER_MAX_PROCS, NULL);
+    procs->n = procs->n < 0 ? 0 : procs->n; /* the head was read: slots unread name none */
+  }
+  if (procs->n < 0)
+    return -1;
+  t->slots_used = buf->slots_used;
+  if (resume)
+    t->sus.asked = buf->resume;
+  return 0;
 }
 
 bool tenant_owner_alive(struct tenant *t)
@@ -72,21 +106,17 @@ static void add_proc(struct tenant *t, const struct gs_ledger_pid *p)
 /* The processes that ended are dropped only when a new one comes (and by tenant_live_procs):
  * an ended one left in t->procs is never taken for another, being (pid, start time), so a
  * sample in which the slots name no new process costs no check at all. */
-void tenant_track_procs(struct tenant *t, const struct gs_ledger_copy *l)
+void tenant_track_procs(struct tenant *t, const struct ledger_procs *now)
 {
-  if (t->ledger_fd < 0)
-    return;
-  _cleanup_free_ struct gs_ledger_pid *now = xmalloc(GS_LEDGER_MAX_PROCS * sizeof(*now));
-  int n = gs_ledger_read_procs_in(t->ledger_fd, l->slots_used, now, GS_LEDGER_MAX_PROCS, NULL);
   bool pruned = false;
-  for (int i = 0; i < n; i++) {
-    if (known(t, &now[i]))
+  for (int i = 0; i < now->n; i++) {
+    if (known(t, &now->v[i]))
       continue;
     if (!pruned)
       t->nprocs = proc_watch_prune(t->procs, t->nprocs);
     pruned = true;
     if (t->nprocs < GS_LEDGER_MAX_PROCS)
-      add_proc(t, &now[i]);
+      add_proc(t, &now->v[i]);
   }
 }
 

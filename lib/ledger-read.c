@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <gpuslice/fs.h>
@@ -35,7 +36,12 @@ int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err)
   char path[4096];
   if (gs__ledger_path(path, sizeof(path), dir, name, err) < 0)
     return -1;
-  int fd = gs_open_nofollow_but_proc_fd(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  /* Without the access time, where allowed (the file's owner, or root, as the daemon is):
+   * the tenants write the file through their mappings, so each sample's read would
+   * otherwise update the inode. */
+  int fd = gs_open_nofollow_but_proc_fd(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOATIME);
+  if (fd < 0 && errno == EPERM)
+    fd = gs_open_nofollow_but_proc_fd(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return gs_make_error(err, errno, "open tenant ledger '%s'", path);
   return fd;
@@ -137,18 +143,25 @@ static void copy_head(struct gs_ledger_copy *c, const union ledger_head *h)
     copy_gpu(&c->gpu[g], h, g);
 }
 
+/* The head h, read, into *out, then the resume block, read with one pread. */
+static int read_resume(int fd, const char *what, const union ledger_head *h,
+                       struct gs_ledger_copy *out, gs_error_t *err)
+{
+  copy_head(out, h);
+  out->version = h->header.version;
+  memset(&out->resume, 0, sizeof(out->resume));
+  if (!is_v2(&h->header) && gs_ledger_read_resume(fd, &out->resume) < 0)
+    return gs_make_error(err, 0, "'%s' is too short for a tenant ledger", what);
+  return 0;
+}
+
 /* The head, then the resume block: two preads. */
 static int read_both(int fd, const char *what, struct gs_ledger_copy *out, gs_error_t *err)
 {
   union ledger_head h;
   if (read_head(fd, what, &h, err) < 0)
     return -1;
-  copy_head(out, &h);
-  out->version = h.header.version;
-  memset(&out->resume, 0, sizeof(out->resume));
-  if (!is_v2(&h.header) && gs_ledger_read_resume(fd, &out->resume) < 0)
-    return gs_make_error(err, 0, "'%s' is too short for a tenant ledger", what);
-  return 0;
+  return read_resume(fd, what, &h, out, err);
 }
 
 int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out,
@@ -222,31 +235,91 @@ int gs_ledger_read_procs(int fd, struct gs_ledger_pid *out, int max, gs_error_t 
   return gs_ledger_read_procs_in(fd, slots_in_use(fd), out, max, err);
 }
 
-int gs_ledger_read_procs_in(int fd, uint32_t count, struct gs_ledger_pid *out, int max,
-                            gs_error_t *err)
+/* The live slots' processes among the `len` bytes of slots at `slots`, into out (up to max);
+ * how many. */
+static int parse_procs(const unsigned char *slots, size_t len, struct gs_ledger_pid *out, int max)
 {
-  const size_t len =
-    sizeof(struct gs_ledger_proc) * (count < GS_LEDGER_MAX_PROCS ? count : GS_LEDGER_MAX_PROCS);
   int n = 0;
-  if (len == 0)
-    return 0;
-  unsigned char *slots = malloc(len);
-  if (!slots)
-    return gs_make_error(err, ENOMEM, "read process slots");
-  ssize_t got = pread(fd, slots, len, (off_t) offsetof(struct gs_ledger, proc));
-  if (got < 0) {
-    int e = errno;
-    free(slots);
-    return gs_make_error(err, e, "read process slots");
-  }
-  for (size_t i = 0; i + sizeof(struct gs_ledger_proc) <= (size_t) got && n < max;
+  for (size_t i = 0; i + sizeof(struct gs_ledger_proc) <= len && n < max;
        i += sizeof(struct gs_ledger_proc)) {
     uint32_t state;
     slot_identity(slots + i, &state, &out[n]);
     n += state == GS_SLOT_LIVE && out[n].pid > 0;
   }
-  free(slots);
   return n;
+}
+
+static size_t slots_bytes(uint32_t count)
+{
+  return sizeof(struct gs_ledger_proc) *
+    (count < GS_LEDGER_MAX_PROCS ? count : GS_LEDGER_MAX_PROCS);
+}
+
+/* The processes of the live slots from slot `first` to slot `count`, with one pread. */
+static int read_procs_from(int fd, uint32_t first, uint32_t count, struct gs_ledger_pid *out,
+                           int max, gs_error_t *err)
+{
+  const size_t skip = slots_bytes(first), len = slots_bytes(count) - skip;
+  if (skip >= slots_bytes(count) || max <= 0)
+    return 0;
+  unsigned char *slots = malloc(len);
+  if (!slots)
+    return gs_make_error(err, ENOMEM, "read process slots");
+  ssize_t got = pread(fd, slots, len, (off_t) (offsetof(struct gs_ledger, proc) + skip));
+  int e = errno;
+  int n = got < 0 ? 0 : parse_procs(slots, (size_t) got, out, max);
+  free(slots);
+  return got < 0 ? gs_make_error(err, e, "read process slots") : n;
+}
+
+int gs_ledger_read_procs_in(int fd, uint32_t count, struct gs_ledger_pid *out, int max,
+                            gs_error_t *err)
+{
+  return read_procs_from(fd, 0, count, out, max, err);
+}
+
+/* The head and the first `want` slots in one preadv (the slots follow the head in the file);
+ * how many slots came in *got. */
+static int read_head_and_slots(int fd, const char *what, union ledger_head *h, unsigned char *slots,
+                               uint32_t want, uint32_t *got, gs_error_t *err)
+{
+  struct iovec iov[2] = { { h->bytes, HEAD_BYTES }, { slots, slots_bytes(want) } };
+  ssize_t n = preadv(fd, iov, want ? 2 : 1, 0);
+  if (n < 0)
+    return gs_make_error(err, errno, "read '%s'", what);
+  if ((size_t) n < HEAD_BYTES)
+    return gs_make_error(err, 0, "'%s' is too short for a tenant ledger", what);
+  *got = (uint32_t) (((size_t) n - HEAD_BYTES) / sizeof(struct gs_ledger_proc));
+  return gs__shm_check(&h->header, layout_of(&h->header), what, err);
+}
+
+int gs_ledger_read_kept_procs(int fd, const char *what, uint32_t want, bool resume,
+                              struct gs_ledger_copy *out, struct gs_ledger_pid *procs, int max,
+                              gs_error_t *err)
+{
+  union ledger_head h;
+  uint32_t got = 0;
+  unsigned char *slots = want ? malloc(slots_bytes(want)) : NULL;
+  if (want && !slots)
+    return gs_make_error(err, ENOMEM, "read process slots");
+  int rc = read_head_and_slots(fd, what, &h, slots, want, &got, err);
+  if (rc == 0 && resume) {
+    rc = read_resume(fd, what, &h, out, err);
+  } else if (rc == 0) {
+    copy_head(out, &h);
+    out->version = h.header.version;
+    memset(&out->resume, 0, sizeof(out->resume));
+  }
+  if (rc < 0) {
+    free(slots);
+    return -1;
+  }
+  out->owner_uid = (uid_t) -1;
+  uint32_t known = got < out->slots_used ? got : out->slots_used;
+  int n = parse_procs(slots, slots_bytes(known), procs, max);
+  free(slots);
+  int rest = read_procs_from(fd, known, out->slots_used, procs + n, max - n, NULL);
+  return rest > 0 ? n + rest : n;
 }
 
 static int put(int fd, size_t off, const void *v, size_t len, const char *path, gs_error_t *err)

@@ -344,6 +344,15 @@ int gs_ledger_read_procs(int fd, struct gs_ledger_pid *out, int max, gs_error_t 
  * (struct gs_ledger_copy's slots_used): one pread less. */
 int gs_ledger_read_procs_in(int fd, uint32_t count, struct gs_ledger_pid *out, int max,
                             gs_error_t *err);
+/* gs_ledger_read_kept and gs_ledger_read_procs_in together, for the daemon's sampler: the
+ * head and the first `want` slots (the count the last reading said) in one preadv, the resume
+ * block in a second pread unless `resume` is false (out->resume is then zero), and the slots
+ * from want to the head's count in a third only when the tenant has claimed more since
+ * (unreadable, they name none). The live slots' processes go into procs (up to max). Returns
+ * how many, or -1 with err when the head or the resume block cannot be read. */
+int gs_ledger_read_kept_procs(int fd, const char *what, uint32_t want, bool resume,
+                              struct gs_ledger_copy *out, struct gs_ledger_pid *procs, int max,
+                              gs_error_t *err);
 
 struct gs_limits;
 /* Writes the limits of lim (memory in bytes, compute limit, policy and priority) into the

@@ -373,6 +373,64 @@ static void test_kept_readings_give_what_the_checked_ones_give(void **state)
   gs_ledger_remove(dir, "kept-again", NULL);
 }
 
+/* The sampler's one read of the head with the slots it last had: whatever count it asks for
+ * (none, fewer than the tenant uses, as many, more), it gives the head of a checked reading
+ * and every live slot's process, and no thread slot's. */
+static void test_the_head_and_its_slots_read_together_whatever_count_is_asked(void **state)
+{
+  (void) state;
+  struct gs_ledger *l = new_tenant("together", 1000);
+  gs_error_t err = NULL;
+  int fd = gs_ledger_read_open(dir, "together", &err);
+  assert_true(fd >= 0);
+  struct gs_ledger_proc *p = gs_ledger_claim(l, getpid(), gs_proc_start_time(getpid()));
+  assert_non_null(gs_ledger_claim_thread(l, p));
+  struct gs_ledger_proc *q = gs_ledger_claim(l, getppid(), gs_proc_start_time(getppid()));
+  assert_non_null(q);
+  atomic_store(&l->gpu[1].used_bytes, 99);
+  struct gs_ledger_copy c;
+  assert_int_equal(gs_ledger_read_fd(fd, "together", geteuid(), &c, &err), 0);
+  assert_int_equal(c.slots_used, 3);
+  const uint32_t wants[] = { 0, 1, 2, 3, 8 };
+  for (size_t i = 0; i < sizeof(wants) / sizeof(wants[0]); i++) {
+    struct gs_ledger_copy k;
+    struct gs_ledger_pid v[8];
+    memset(v, 0, sizeof(v));
+    assert_int_equal(gs_ledger_read_kept_procs(fd, "together", wants[i], true, &k, v, 8, &err), 2);
+    assert_int_equal(v[0].pid, getpid());
+    assert_int_equal(v[1].pid, getppid());
+    assert_int_equal(v[1].start_time, gs_proc_start_time(getppid()));
+    assert_int_equal(k.slots_used, 3);
+    assert_int_equal(k.gpu[1].used_bytes, 99);
+    assert_int_equal(k.created_unix_ns, c.created_unix_ns);
+    assert_memory_equal(&k.resume, &c.resume, sizeof(k.resume));
+    assert_int_equal(gs_ledger_read_kept_procs(fd, "together", wants[i], false, &k, v, 1, &err), 1);
+    assert_int_equal(k.gpu[1].used_bytes, 99); /* without the resume block: zero */
+    assert_int_equal(k.resume.requests + k.resume.waits + k.resume.wait_ns_total, 0);
+  }
+  gs_ledger_unclaim(l, q);
+  gs_ledger_unclaim(l, p);
+  gs_ledger_detach(l);
+  /* A ledger the tenant cut short of its resume block is refused, by name. */
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/tenants/together", dir);
+  assert_int_equal(truncate(path, (off_t) offsetof(struct gs_ledger, proc) + 512), 0);
+  struct gs_ledger_copy k;
+  struct gs_ledger_pid v[8];
+  assert_int_equal(gs_ledger_read_kept_procs(fd, "together", 3, true, &k, v, 8, &err), -1);
+  assert_non_null(strstr(err->msg, "'together' is too short"));
+  gs_error_release(&err);
+  /* Without it, the head and the slots the file still has read. */
+  assert_int_equal(gs_ledger_read_kept_procs(fd, "together", 3, false, &k, v, 8, &err), 0);
+  assert_int_equal(gs_ledger_read_kept_procs(fd, "together", 0, false, &k, v, 8, &err), 0);
+  assert_int_equal(truncate(path, 100), 0);
+  assert_int_equal(gs_ledger_read_kept_procs(fd, "together", 3, false, &k, v, 8, &err), -1);
+  assert_non_null(strstr(err->msg, "'together' is too short"));
+  gs_error_release(&err);
+  close(fd);
+  gs_ledger_remove(dir, "together", NULL);
+}
+
 /* The resume block (version 3) reads back, alone and with the rest; a version-2 ledger, of a
  * tenant an older gpuslice started, still reads, without it. */
 /* A pid no process has, with a start time no process had: a dead process's identity. */
@@ -757,6 +815,7 @@ int main(void)
     cmocka_unit_test(test_read_copy_of_a_broken_ledger_fails_cleanly),
     cmocka_unit_test(test_read_fd_sees_changes_through_one_descriptor),
     cmocka_unit_test(test_kept_readings_give_what_the_checked_ones_give),
+    cmocka_unit_test(test_the_head_and_its_slots_read_together_whatever_count_is_asked),
     cmocka_unit_test(test_write_limits_reaches_the_same_instance_only),
     cmocka_unit_test(test_read_copy_takes_the_resume_block_and_version_2_ledgers),
   };
