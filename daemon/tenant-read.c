@@ -30,12 +30,13 @@ void tenant_mirror_limits(const struct tenant *t)
  * not running waits (preload/resume-wait.c), and only the daemon sets its run state. */
 static bool resume_due(struct tenant *t)
 {
-  if (suspend_state(t) != GS_RUN_RUNNING)
+  bool running = suspend_state(t) == GS_RUN_RUNNING, due = !running || t->resume_settle > 0;
+  if (!running)
     t->resume_settle = RESUME_SETTLE;
   else if (t->resume_settle > 0)
     t->resume_settle--;
   t->resume_skips = t->resume_skips + 1 < RESUME_EVERY ? t->resume_skips + 1 : 0;
-  return t->resume_settle > 0 || t->resume_skips == 0;
+  return due || t->resume_skips == 0;
 }
 
 int tenant_reread(struct tenant *t, struct gs_ledger_copy *buf, struct ledger_procs *procs)

@@ -1,0 +1,1 @@
+gs_unit_test(test_daemon_tenant_read SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_daemon_tenant_read.c LIBS gpuslice_daemon)
