@@ -143,14 +143,15 @@ static void copy_head(struct gs_ledger_copy *c, const union ledger_head *h)
     copy_gpu(&c->gpu[g], h, g);
 }
 
-/* The head h, read, into *out, then the resume block, read with one pread. */
-static int read_resume(int fd, const char *what, const union ledger_head *h,
-                       struct gs_ledger_copy *out, gs_error_t *err)
+/* The head h, read, into *out, then with `resume` the resume block, read with one pread
+ * (else out->resume is zero). */
+static int take_head(int fd, const char *what, const union ledger_head *h, bool resume,
+                     struct gs_ledger_copy *out, gs_error_t *err)
 {
   copy_head(out, h);
   out->version = h->header.version;
   memset(&out->resume, 0, sizeof(out->resume));
-  if (!is_v2(&h->header) && gs_ledger_read_resume(fd, &out->resume) < 0)
+  if (resume && !is_v2(&h->header) && gs_ledger_read_resume(fd, &out->resume) < 0)
     return gs_make_error(err, 0, "'%s' is too short for a tenant ledger", what);
   return 0;
 }
@@ -161,7 +162,7 @@ static int read_both(int fd, const char *what, struct gs_ledger_copy *out, gs_er
   union ledger_head h;
   if (read_head(fd, what, &h, err) < 0)
     return -1;
-  return read_resume(fd, what, &h, out, err);
+  return take_head(fd, what, &h, true, out, err);
 }
 
 int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out,
@@ -171,14 +172,6 @@ int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy
   if (check_file(fd, what, uid, &owner, err) < 0 || read_both(fd, what, out, err) < 0)
     return -1;
   out->owner_uid = owner;
-  return 0;
-}
-
-int gs_ledger_read_kept(int fd, const char *what, struct gs_ledger_copy *out, gs_error_t *err)
-{
-  if (read_both(fd, what, out, err) < 0)
-    return -1;
-  out->owner_uid = (uid_t) -1;
   return 0;
 }
 
@@ -302,15 +295,8 @@ int gs_ledger_read_kept_procs(int fd, const char *what, uint32_t want, bool resu
   unsigned char *slots = want ? malloc(slots_bytes(want)) : NULL;
   if (want && !slots)
     return gs_make_error(err, ENOMEM, "read process slots");
-  int rc = read_head_and_slots(fd, what, &h, slots, want, &got, err);
-  if (rc == 0 && resume) {
-    rc = read_resume(fd, what, &h, out, err);
-  } else if (rc == 0) {
-    copy_head(out, &h);
-    out->version = h.header.version;
-    memset(&out->resume, 0, sizeof(out->resume));
-  }
-  if (rc < 0) {
+  if (read_head_and_slots(fd, what, &h, slots, want, &got, err) < 0 ||
+      take_head(fd, what, &h, resume, out, err) < 0) {
     free(slots);
     return -1;
   }

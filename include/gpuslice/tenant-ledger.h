@@ -310,10 +310,6 @@ int gs_ledger_read_open(const char *dir, const char *name, gs_error_t *err);
  * (GS_LEDGER_V2_SIZE) is read too. `what` names it in messages. Returns 0, or -1 with err. */
 int gs_ledger_read_fd(int fd, const char *what, uid_t uid, struct gs_ledger_copy *out,
                       gs_error_t *err);
-/* gs_ledger_read_fd again on a descriptor it has checked, without looking at the file's type
- * and owner again (a descriptor names one file for its life, and only root gives a file to
- * another user): one fstat less per reading, for the daemon's sampler. owner_uid is (uid_t) -1. */
-int gs_ledger_read_kept(int fd, const char *what, struct gs_ledger_copy *out, gs_error_t *err);
 /* Reads only struct gs_ledger_resume of the ledger open on fd (as gs_ledger_read_fd checked
  * it), with one pread: what the daemon polls while a tenant is suspended. Returns 0, or -1 when
  * the file is too short for it (a version-2 ledger, or one the tenant truncated). */
@@ -344,8 +340,10 @@ int gs_ledger_read_procs(int fd, struct gs_ledger_pid *out, int max, gs_error_t 
  * (struct gs_ledger_copy's slots_used): one pread less. */
 int gs_ledger_read_procs_in(int fd, uint32_t count, struct gs_ledger_pid *out, int max,
                             gs_error_t *err);
-/* gs_ledger_read_kept and gs_ledger_read_procs_in together, for the daemon's sampler: the
- * head and the first `want` slots (the count the last reading said) in one preadv, the resume
+/* gs_ledger_read_fd and gs_ledger_read_procs_in again, together, on a descriptor
+ * gs_ledger_read_fd has checked, without looking at the file's type and owner again (a
+ * descriptor names one file for its life, and only root gives a file to another user), for the
+ * daemon's sampler; owner_uid is (uid_t) -1. The head and the first `want` slots (the count the last reading said) in one preadv, the resume
  * block in a second pread unless `resume` is false (out->resume is then zero), and the slots
  * from want to the head's count in a third only when the tenant has claimed more since
  * (unreadable, they name none). The live slots' processes go into procs (up to max). Returns

@@ -337,8 +337,8 @@ static void test_read_fd_sees_changes_through_one_descriptor(void **state)
   gs_ledger_remove(dir, "kept", NULL);
 }
 
-/* The sampler's readings (gs_ledger_read_kept, gs_ledger_read_procs_in with the head's count)
- * give what the checked ones give, with fewer system calls. */
+/* The sampler's readings (gs_ledger_read_kept_procs, gs_ledger_read_procs_in with the head's
+ * count) give what the checked ones give, with fewer system calls. */
 static void test_kept_readings_give_what_the_checked_ones_give(void **state)
 {
   (void) state;
@@ -354,7 +354,9 @@ static void test_kept_readings_give_what_the_checked_ones_give(void **state)
   assert_non_null(gs_ledger_claim_thread(l, p));
   atomic_store(&l->gpu[0].used_bytes, 88);
   assert_int_equal(gs_ledger_read_fd(fd, "kept-again", geteuid(), &c, &err), 0);
-  assert_int_equal(gs_ledger_read_kept(fd, "kept-again", &k, &err), 0);
+  struct gs_ledger_pid kp[4];
+  assert_int_equal(gs_ledger_read_kept_procs(fd, "kept-again", 0, true, &k, kp, 4, &err), 1);
+  assert_int_equal(kp[0].pid, getpid());
   assert_int_equal(k.gpu[0].used_bytes, 88);
   assert_int_equal(k.created_unix_ns, c.created_unix_ns);
   assert_int_equal(k.slots_used, 2);
